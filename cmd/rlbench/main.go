@@ -1,0 +1,96 @@
+// Command rlbench proves that an API rate limiter keeps its promise under
+// load and faults. See README.md for the subcommands.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// command is one subcommand: Run parses args itself (flag.ContinueOnError) and
+// returns errors as values; main alone maps them to exit codes.
+type command interface {
+	Run(ctx context.Context, args []string) error
+	Usage() string
+}
+
+// commands lists the subcommands by name.
+var commands = map[string]func() command{
+	"version": func() command { return &versionCommand{stdout: os.Stdout} },
+}
+
+// Exit codes, as the command line contract in DESIGN.md and the README state.
+const (
+	exitOK          = 0
+	exitCheckFailed = 1
+	exitInvalid     = 2
+)
+
+// errChecksFailed is returned by commands whose checks ran and did not all pass.
+var errChecksFailed = errors.New("one or more checks failed")
+
+// usageError is bad command-line input: it exits 2 and prints the usage.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, mainUsage())
+		if len(args) == 0 {
+			return exitInvalid
+		}
+		return exitOK
+	}
+	newCmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "rlbench: unknown command %q\n\n%s", args[0], mainUsage())
+		return exitInvalid
+	}
+	cmd := newCmd()
+	err := cmd.Run(ctx, args[1:])
+	var ue *usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.Is(err, errChecksFailed):
+		fmt.Fprintf(stderr, "rlbench %s: %v\n", args[0], err)
+		return exitCheckFailed
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "rlbench %s: %v\n\n%s", args[0], err, cmd.Usage())
+		return exitInvalid
+	default:
+		fmt.Fprintf(stderr, "rlbench %s: %v\n", args[0], err)
+		return exitInvalid
+	}
+}
+
+func mainUsage() string {
+	names := make([]string, 0, len(commands))
+	for name := range commands {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	s := "Usage: rlbench COMMAND [flags] [args]\n\nCommands:\n"
+	for _, name := range names {
+		s += "  " + name + "\n"
+	}
+	return s + "\nRun 'rlbench COMMAND -h' for a command's flags.\nExit codes: 0 every check passed, 1 a check failed, 2 invalid input, usage or a run that could not complete.\n"
+}

@@ -1,0 +1,3 @@
+module github.com/rlbench/rlbench
+
+go 1.26

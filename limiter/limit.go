@@ -1,0 +1,329 @@
+// Package limiter is rlbench's reference rate limiter: the policy and decision
+// types, the Limiter interface every store implements, the algorithms' exact
+// integer arithmetic and the in-memory store. The Redis store lives in
+// limiter/redisstore and the net/http middleware in limiter/httplimit.
+//
+// All algorithms work in whole microseconds on the limiter's clock (Redis TIME
+// for the Redis store), so both stores take the same decisions to the request.
+package limiter
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Algorithm names a rate-limiting algorithm. The zero value is invalid.
+type Algorithm string
+
+const (
+	// TokenBucket is a bucket of Burst tokens refilled lazily at Rate per
+	// Period, one token per request unit (Turner, "New directions in
+	// communications", 1986). State: tokens and the time of the last refill.
+	TokenBucket Algorithm = "token_bucket"
+	// GCRA is the Generic Cell Rate Algorithm in its virtual-scheduling form
+	// (ATM Forum Traffic Management 4.0, §4.4.2; ITU-T I.371). It admits
+	// exactly what TokenBucket admits but stores one value, the theoretical
+	// arrival time.
+	GCRA Algorithm = "gcra"
+	// LeakyBucket is the leaky bucket as a queue: an admitted request is given
+	// a Delay until its slot at Rate per Period; at most Burst units wait.
+	// It shapes egress traffic (as NGINX limit_req without nodelay does).
+	LeakyBucket Algorithm = "leaky_bucket"
+	// FixedWindow counts units per window of length Period aligned on the
+	// limiter's clock (windows start at multiples of Period since the Unix
+	// epoch) and admits at most Rate units per window.
+	FixedWindow Algorithm = "fixed_window"
+	// SlidingWindowLog keeps the time of every admitted unit and admits at
+	// most Rate units in any window of length Period ending now. Exact.
+	SlidingWindowLog Algorithm = "sliding_window_log"
+	// SlidingWindowCounter weights the previous aligned window's count by the
+	// part of it still inside the sliding window and adds the current
+	// window's count (the approximation Cloudflare described in "How we built
+	// rate limiting capable of scaling to millions of domains", 2017).
+	SlidingWindowCounter Algorithm = "sliding_window_counter"
+)
+
+// Algorithms lists every algorithm, in the order documentation shows them.
+var Algorithms = []Algorithm{TokenBucket, GCRA, LeakyBucket, FixedWindow, SlidingWindowLog, SlidingWindowCounter}
+
+// IsWindow reports whether a is a window algorithm, whose limit is Rate units
+// per window of length Period and which has no separate burst.
+func (a Algorithm) IsWindow() bool {
+	return a == FixedWindow || a == SlidingWindowLog || a == SlidingWindowCounter
+}
+
+// ErrInvalidLimit is wrapped by every error Limit.Validate returns.
+var ErrInvalidLimit = errors.New("invalid limit")
+
+// ErrCostExceedsCapacity is returned when one request costs more units than
+// the limit can ever admit at once; waiting would never help.
+var ErrCostExceedsCapacity = errors.New("cost exceeds the limit's capacity")
+
+const (
+	// MinPeriod is the shortest Period a Limit may have.
+	MinPeriod = time.Millisecond
+	// MaxCapacity bounds Burst (and Rate of window algorithms) so that every
+	// quantity the algorithms compute fits in an int64 of microseconds and
+	// stays exact in Redis Lua's doubles.
+	MaxCapacity = 1 << 40
+	// maxSpanMicros bounds the time a full budget takes to refill (emission
+	// interval times burst, or window times limit for the sliding window
+	// counter's scaled estimate) so that timestamps never overflow an int64:
+	// about 146,000 years. Redis Lua computes in doubles, exact below 2^53 µs
+	// (285 years) and within a few microseconds beyond.
+	maxSpanMicros = 1 << 62
+)
+
+// Limit is a rate-limiting policy: an algorithm and its parameters.
+//
+// For the bucket algorithms (TokenBucket, GCRA, LeakyBucket) Rate units are
+// admitted per Period on average and Burst units at once; Rate may be
+// fractional (1e-10 per second is valid). For the window algorithms Rate is
+// the whole number of units admitted per window and Period is the window; Burst
+// must be zero or equal to Rate.
+//
+// Name identifies the policy in storage keys and in the RateLimit-Policy
+// header; when empty, ID derives one from the parameters. Limit is a
+// comparable value, safe to copy and to use as a map key.
+type Limit struct {
+	Name      string
+	Algorithm Algorithm
+	Rate      float64
+	Period    time.Duration
+	Burst     int64
+}
+
+// PerSecond returns a token bucket of rate units per second and the given burst.
+func PerSecond(rate float64, burst int64) Limit {
+	return Limit{Algorithm: TokenBucket, Rate: rate, Period: time.Second, Burst: burst}
+}
+
+// PerMinute returns a token bucket of rate units per minute and the given burst.
+func PerMinute(rate float64, burst int64) Limit {
+	return Limit{Algorithm: TokenBucket, Rate: rate, Period: time.Minute, Burst: burst}
+}
+
+// PerHour returns a token bucket of rate units per hour and the given burst.
+func PerHour(rate float64, burst int64) Limit {
+	return Limit{Algorithm: TokenBucket, Rate: rate, Period: time.Hour, Burst: burst}
+}
+
+// Window returns a window limit of algorithm alg admitting limit units per window.
+func Window(alg Algorithm, limit int64, window time.Duration) Limit {
+	return Limit{Algorithm: alg, Rate: float64(limit), Period: window, Burst: limit}
+}
+
+// Capacity is the most units the limit admits at once: Burst for the bucket
+// algorithms, Rate for the window algorithms.
+func (l Limit) Capacity() int64 {
+	if l.Algorithm.IsWindow() {
+		return int64(l.Rate)
+	}
+	return l.Burst
+}
+
+// IntervalMicros is the emission interval of a bucket limit, Period/Rate, in
+// microseconds, rounded up so the enforced rate never exceeds the declared
+// one (the difference is under one microsecond per unit). Window limits
+// return their window.
+func (l Limit) IntervalMicros() int64 {
+	p := float64(l.Period / time.Microsecond)
+	if l.Algorithm.IsWindow() {
+		return int64(p)
+	}
+	return int64(math.Ceil(p / l.Rate))
+}
+
+// PeriodMicros is Period in whole microseconds.
+func (l Limit) PeriodMicros() int64 { return int64(l.Period / time.Microsecond) }
+
+// Validate reports why l cannot be enforced, or nil. Errors wrap
+// ErrInvalidLimit and name the field at fault.
+func (l Limit) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrInvalidLimit, field, fmt.Sprintf(format, args...))
+	}
+	switch l.Algorithm {
+	case TokenBucket, GCRA, LeakyBucket, FixedWindow, SlidingWindowLog, SlidingWindowCounter:
+	case "":
+		return bad("algorithm", "missing; use one of %s", algorithmList())
+	default:
+		return bad("algorithm", "unknown %q; use one of %s", string(l.Algorithm), algorithmList())
+	}
+	if strings.ContainsAny(l.Name, "{}: \t\r\n") {
+		return bad("name", "%q may not contain braces, colons or spaces", l.Name)
+	}
+	if l.Period < MinPeriod {
+		return bad("period", "%v is shorter than the minimum %v", l.Period, MinPeriod)
+	}
+	if math.IsNaN(l.Rate) || math.IsInf(l.Rate, 0) || l.Rate <= 0 {
+		return bad("rate", "%v must be a positive number", l.Rate)
+	}
+	if l.Algorithm.IsWindow() {
+		if l.Rate != math.Trunc(l.Rate) {
+			return bad("rate", "a %s admits a whole number of units per window, not %v", l.Algorithm, l.Rate)
+		}
+		if l.Rate > MaxCapacity {
+			return bad("rate", "%v exceeds the maximum %d per window", l.Rate, int64(MaxCapacity))
+		}
+		if l.Burst != 0 && l.Burst != int64(l.Rate) {
+			return bad("burst", "a %s has no separate burst; leave it 0 or equal to the rate %v", l.Algorithm, l.Rate)
+		}
+		if l.Algorithm == SlidingWindowCounter && float64(l.PeriodMicros())*l.Rate > maxSpanMicros {
+			return bad("rate", "limit %v times window %v overflows exact arithmetic; shorten the window or lower the limit", l.Rate, l.Period)
+		}
+		return nil
+	}
+	if l.Burst < 1 {
+		return bad("burst", "%d must be at least 1", l.Burst)
+	}
+	if l.Burst > MaxCapacity {
+		return bad("burst", "%d exceeds the maximum %d", l.Burst, int64(MaxCapacity))
+	}
+	interval := float64(l.PeriodMicros()) / l.Rate
+	if interval < 1 {
+		return bad("rate", "%v per %v is above one unit per microsecond, the finest the limiter resolves", l.Rate, l.Period)
+	}
+	if math.Ceil(interval)*float64(l.Burst+1) > maxSpanMicros {
+		return bad("rate", "%v per %v with burst %d overflows: refilling the bucket would take over 146,000 years", l.Rate, l.Period, l.Burst)
+	}
+	return nil
+}
+
+func algorithmList() string {
+	names := make([]string, len(Algorithms))
+	for i, a := range Algorithms {
+		names[i] = string(a)
+	}
+	return strings.Join(names, ", ")
+}
+
+// ID is the policy's name in storage keys and headers: Name when set, else
+// a compact form of the parameters such as "gcra-10per1s-b20".
+func (l Limit) ID() string {
+	if l.Name != "" {
+		return l.Name
+	}
+	rate := strconv.FormatFloat(l.Rate, 'g', -1, 64)
+	if l.Algorithm.IsWindow() {
+		return fmt.Sprintf("%s-%sper%s", shortAlgorithm[l.Algorithm], rate, compactDuration(l.Period))
+	}
+	return fmt.Sprintf("%s-%sper%s-b%d", shortAlgorithm[l.Algorithm], rate, compactDuration(l.Period), l.Burst)
+}
+
+var shortAlgorithm = map[Algorithm]string{
+	TokenBucket: "tb", GCRA: "gcra", LeakyBucket: "lb",
+	FixedWindow: "fw", SlidingWindowLog: "swl", SlidingWindowCounter: "swc",
+}
+
+// String formats l for people: "10 req/s (burst 20)" for a token bucket,
+// "10 req/s (burst 20, gcra)" for the other buckets and
+// "100 req/1m (fixed window)" for windows.
+func (l Limit) String() string {
+	rate := strconv.FormatFloat(l.Rate, 'g', -1, 64)
+	per := periodString(l.Period)
+	if l.Algorithm.IsWindow() {
+		return fmt.Sprintf("%s req/%s (%s)", rate, per, strings.ReplaceAll(string(l.Algorithm), "_", " "))
+	}
+	if l.Algorithm == TokenBucket {
+		return fmt.Sprintf("%s req/%s (burst %d)", rate, per, l.Burst)
+	}
+	return fmt.Sprintf("%s req/%s (burst %d, %s)", rate, per, l.Burst, strings.ReplaceAll(string(l.Algorithm), "_", " "))
+}
+
+func periodString(d time.Duration) string {
+	switch d {
+	case time.Second:
+		return "s"
+	case time.Minute:
+		return "min"
+	case time.Hour:
+		return "h"
+	}
+	return compactDuration(d)
+}
+
+// compactDuration is d.String() without zero trailing units: "1h", "1m30s".
+func compactDuration(d time.Duration) string {
+	s := d.String() // "1h0m0s", "1m30s", "10s", "500ms"
+	if t, ok := strings.CutSuffix(s, "m0s"); ok {
+		s = t + "m"
+	}
+	if t, ok := strings.CutSuffix(s, "h0m"); ok {
+		s = t + "h"
+	}
+	return s
+}
+
+// ParseLimit parses the compact form used on command lines and in scenario
+// files: "ALGORITHM:RATE/PERIOD[,burst=N][,name=NAME]", for example
+// "token_bucket:10/1s,burst=20", "gcra:600/1m,burst=100" or
+// "fixed_window:100/1m". The algorithm may be omitted (token bucket). The
+// result is validated.
+func ParseLimit(s string) (Limit, error) {
+	var l Limit
+	spec := strings.TrimSpace(s)
+	l.Algorithm = TokenBucket
+	if alg, rest, ok := strings.Cut(spec, ":"); ok {
+		l.Algorithm = Algorithm(strings.TrimSpace(alg))
+		spec = rest
+	}
+	parts := strings.Split(spec, ",")
+	rate, period, ok := strings.Cut(strings.TrimSpace(parts[0]), "/")
+	if !ok {
+		return Limit{}, fmt.Errorf("%w: %q: want RATE/PERIOD, as in \"10/1s\"", ErrInvalidLimit, s)
+	}
+	var err error
+	if l.Rate, err = strconv.ParseFloat(strings.TrimSpace(rate), 64); err != nil {
+		return Limit{}, fmt.Errorf("%w: rate %q in %q is not a number", ErrInvalidLimit, rate, s)
+	}
+	if l.Period, err = parsePeriod(strings.TrimSpace(period)); err != nil {
+		return Limit{}, fmt.Errorf("%w: period %q in %q: want a duration such as 1s, 1m or 24h", ErrInvalidLimit, period, s)
+	}
+	for _, opt := range parts[1:] {
+		key, val, _ := strings.Cut(strings.TrimSpace(opt), "=")
+		switch key {
+		case "burst":
+			if l.Burst, err = strconv.ParseInt(val, 10, 64); err != nil {
+				return Limit{}, fmt.Errorf("%w: burst %q in %q is not a whole number", ErrInvalidLimit, val, s)
+			}
+		case "name":
+			l.Name = val
+		default:
+			return Limit{}, fmt.Errorf("%w: unknown option %q in %q; valid options are burst and name", ErrInvalidLimit, key, s)
+		}
+	}
+	if l.Algorithm.IsWindow() && l.Burst == 0 {
+		l.Burst = int64(l.Rate)
+	}
+	if l.Burst == 0 && !l.Algorithm.IsWindow() {
+		l.Burst = int64(math.Max(1, math.Ceil(l.Rate)))
+	}
+	return l, l.Validate()
+}
+
+// parsePeriod accepts Go durations and the unit-only shorthands s, min, h, d.
+func parsePeriod(s string) (time.Duration, error) {
+	switch s {
+	case "s":
+		return time.Second, nil
+	case "m", "min":
+		return time.Minute, nil
+	case "h":
+		return time.Hour, nil
+	case "d":
+		return 24 * time.Hour, nil
+	}
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.ParseFloat(n, 64)
+		if err != nil {
+			return 0, err
+		}
+		return time.Duration(days * float64(24*time.Hour)), nil
+	}
+	return time.ParseDuration(s)
+}

@@ -1,0 +1,181 @@
+package limiter
+
+import (
+	"context"
+	"hash/maphash"
+	"sync"
+	"time"
+)
+
+// memoryShards is the number of independently locked maps; a power of two
+// well above the core count keeps lock contention low on many keys.
+const memoryShards = 64
+
+// MemoryStore is a Limiter that keeps every key's state in this process. It
+// is safe for concurrent use; state is created on a key's first request and
+// dropped by Sweep once it equals a fresh key's, so memory follows the set of
+// active keys. Decisions allocate nothing once a key exists.
+type MemoryStore struct {
+	now    func() int64
+	seed   maphash.Seed
+	shards [memoryShards]memoryShard
+}
+
+type memoryShard struct {
+	mu sync.Mutex
+	m  map[stateKey]state
+	_  [40]byte // keep shards on separate cache lines
+}
+
+type stateKey struct {
+	key   string
+	limit Limit
+}
+
+// MemoryOption configures a MemoryStore.
+type MemoryOption func(*MemoryStore)
+
+// WithClock makes the store read time from now instead of the system clock;
+// tests pass a fake clock. The default is the wall clock at construction
+// advanced by the monotonic clock, so a stepped system clock changes nothing.
+func WithClock(now func() time.Time) MemoryOption {
+	return func(s *MemoryStore) { s.now = func() int64 { return now().UnixMicro() } }
+}
+
+// NewMemoryStore returns an empty MemoryStore.
+func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
+	base := time.Now()
+	s := &MemoryStore{
+		now:  func() int64 { return base.UnixMicro() + time.Since(base).Microseconds() },
+		seed: maphash.MakeSeed(),
+	}
+	for i := range s.shards {
+		s.shards[i].m = make(map[stateKey]state)
+	}
+	for _, opt := range opts {
+		opt(s)
+	}
+	return s
+}
+
+func (s *MemoryStore) shard(key string) *memoryShard {
+	return &s.shards[maphash.String(s.seed, key)%memoryShards]
+}
+
+// AllowN implements Limiter. It never returns a store error.
+func (s *MemoryStore) AllowN(_ context.Context, key string, n int64, limits ...Limit) (Decision, error) {
+	return s.decideAt(key, n, s.now(), limits)
+}
+
+// AllowNAt is AllowN at time t instead of the store's clock.
+func (s *MemoryStore) AllowNAt(key string, n int64, t time.Time, limits ...Limit) (Decision, error) {
+	return s.decideAt(key, n, t.UnixMicro(), limits)
+}
+
+// Peek implements Limiter.
+func (s *MemoryStore) Peek(_ context.Context, key string, limits ...Limit) (Decision, error) {
+	return s.decideAt(key, 0, s.now(), limits)
+}
+
+// Reset implements Limiter.
+func (s *MemoryStore) Reset(_ context.Context, key string, limits ...Limit) error {
+	if err := CheckRequest(1, limits); err != nil {
+		return err
+	}
+	sh := s.shard(key)
+	sh.mu.Lock()
+	for _, l := range limits {
+		delete(sh.m, stateKey{key, l})
+	}
+	sh.mu.Unlock()
+	return nil
+}
+
+// decideAt takes the decision for cost n (0 = peek) at now, all-or-nothing
+// over limits: states are written only when every limit admits.
+func (s *MemoryStore) decideAt(key string, n, now int64, limits []Limit) (Decision, error) {
+	if err := CheckRequest(max(n, 1), limits); err != nil {
+		return Decision{}, err
+	}
+	sh := s.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if len(limits) == 1 { // the common case, without the bookkeeping below
+		k := stateKey{key, limits[0]}
+		next, o := decide(limits[0], sh.m[k], now, n)
+		if o.allowed && n > 0 {
+			sh.m[k] = next
+		}
+		return o.decision(limits[0]), nil
+	}
+	var (
+		decisions [4]Decision
+		states    [4]state
+		ds        = decisions[:0]
+		next      = states[:0]
+		allowed   = true
+	)
+	for _, l := range limits {
+		st, o := decide(l, sh.m[stateKey{key, l}], now, n)
+		ds, next = append(ds, o.decision(l)), append(next, st)
+		allowed = allowed && o.allowed
+	}
+	if allowed && n > 0 {
+		for i, l := range limits {
+			sh.m[stateKey{key, l}] = next[i]
+		}
+	}
+	if !allowed { // nothing was charged: report the admitting limits as they stand
+		for i, l := range limits {
+			if ds[i].Allowed {
+				_, o := decide(l, sh.m[stateKey{key, l}], now, 0)
+				ds[i] = o.decision(l)
+			}
+		}
+	}
+	return Combine(ds), nil
+}
+
+// SweepAt drops every key whose state at t equals a fresh key's and reports
+// how many it dropped. Later decisions are unchanged by it.
+func (s *MemoryStore) SweepAt(t time.Time) int {
+	now, dropped := t.UnixMicro(), 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for k, st := range sh.m {
+			if fresh(k.limit, st, now) {
+				delete(sh.m, k)
+				dropped++
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return dropped
+}
+
+// Sweep runs SweepAt on the store's clock every interval until ctx is done.
+func (s *MemoryStore) Sweep(ctx context.Context, interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			s.SweepAt(time.UnixMicro(s.now()))
+		}
+	}
+}
+
+// Len reports the number of key and limit pairs the store holds.
+func (s *MemoryStore) Len() int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		n += len(sh.m)
+		sh.mu.Unlock()
+	}
+	return n
+}
