@@ -3,6 +3,7 @@ package limiter
 import (
 	"context"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"time"
 )
@@ -23,13 +24,52 @@ type MemoryStore struct {
 
 type memoryShard struct {
 	mu sync.Mutex
-	m  map[stateKey]state
-	_  [40]byte // keep shards on separate cache lines
+	m  map[string]*keyState
+	_  [48]byte // keep shards on separate cache lines
 }
 
-type stateKey struct {
-	key   string
+// keyState holds one key's state under each limit it has been charged by,
+// usually one or two, so a lookup hashes only the key and a decision updates
+// in place.
+type keyState struct{ limits []limitState }
+
+type limitState struct {
 	limit Limit
+	st    state
+}
+
+// find returns the state of l, nil when the key has none yet.
+func (ks *keyState) find(l Limit) *limitState {
+	for i := range ks.limits {
+		if ks.limits[i].limit == l {
+			return &ks.limits[i]
+		}
+	}
+	return nil
+}
+
+// get returns the state of l or a fresh one.
+func (sh *memoryShard) get(key string, l Limit) state {
+	if ks := sh.m[key]; ks != nil {
+		if ls := ks.find(l); ls != nil {
+			return ls.st
+		}
+	}
+	return state{}
+}
+
+// put stores st as the state of key under l.
+func (sh *memoryShard) put(key string, l Limit, st state) {
+	ks := sh.m[key]
+	if ks == nil {
+		ks = &keyState{limits: make([]limitState, 0, 1)}
+		sh.m[key] = ks
+	}
+	if ls := ks.find(l); ls != nil {
+		ls.st = st
+		return
+	}
+	ks.limits = append(ks.limits, limitState{limit: l, st: st})
 }
 
 // MemoryOption configures a MemoryStore.
@@ -50,7 +90,7 @@ func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
 		seed: maphash.MakeSeed(),
 	}
 	for i := range s.shards {
-		s.shards[i].m = make(map[stateKey]state)
+		s.shards[i].m = make(map[string]*keyState)
 	}
 	for _, opt := range opts {
 		opt(s)
@@ -64,11 +104,17 @@ func (s *MemoryStore) shard(key string) *memoryShard {
 
 // AllowN implements Limiter. It never returns a store error.
 func (s *MemoryStore) AllowN(_ context.Context, key string, n int64, limits ...Limit) (Decision, error) {
+	if n < 1 {
+		return Decision{}, CheckRequest(n, limits)
+	}
 	return s.decideAt(key, n, s.now(), limits)
 }
 
 // AllowNAt is AllowN at time t instead of the store's clock.
 func (s *MemoryStore) AllowNAt(key string, n int64, t time.Time, limits ...Limit) (Decision, error) {
+	if n < 1 {
+		return Decision{}, CheckRequest(n, limits)
+	}
 	return s.decideAt(key, n, t.UnixMicro(), limits)
 }
 
@@ -84,30 +130,63 @@ func (s *MemoryStore) Reset(_ context.Context, key string, limits ...Limit) erro
 	}
 	sh := s.shard(key)
 	sh.mu.Lock()
-	for _, l := range limits {
-		delete(sh.m, stateKey{key, l})
+	defer sh.mu.Unlock()
+	ks := sh.m[key]
+	if ks == nil {
+		return nil
 	}
-	sh.mu.Unlock()
+	kept := ks.limits[:0]
+	for _, ls := range ks.limits {
+		if !slices.Contains(limits, ls.limit) {
+			kept = append(kept, ls)
+		}
+	}
+	clear(ks.limits[len(kept):])
+	ks.limits = kept
+	if len(kept) == 0 {
+		delete(sh.m, key)
+	}
 	return nil
 }
 
 // decideAt takes the decision for cost n (0 = peek) at now, all-or-nothing
 // over limits: states are written only when every limit admits.
 func (s *MemoryStore) decideAt(key string, n, now int64, limits []Limit) (Decision, error) {
+	sh := s.shard(key)
+	if len(limits) == 1 { // the common case: one lookup, an update in place
+		l := limits[0]
+		sh.mu.Lock()
+		var ls *limitState
+		if ks := sh.m[key]; ks != nil {
+			ls = ks.find(l)
+		}
+		if ls == nil || n > l.Capacity() {
+			// Only limits that passed CheckRequest are ever stored, so a
+			// known one skips validation.
+			sh.mu.Unlock()
+			if err := CheckRequest(max(n, 1), limits); err != nil {
+				return Decision{}, err
+			}
+			sh.mu.Lock()
+			next, o := decide(l, sh.get(key, l), now, n)
+			if o.allowed && n > 0 {
+				sh.put(key, l, next)
+			}
+			sh.mu.Unlock()
+			return o.decision(l), nil
+		}
+		next, o := decide(l, ls.st, now, n)
+		if o.allowed && n > 0 {
+			ls.st = next
+		}
+		sh.mu.Unlock()
+		return o.decision(l), nil
+	}
 	if err := CheckRequest(max(n, 1), limits); err != nil {
 		return Decision{}, err
 	}
-	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if len(limits) == 1 { // the common case, without the bookkeeping below
-		k := stateKey{key, limits[0]}
-		next, o := decide(limits[0], sh.m[k], now, n)
-		if o.allowed && n > 0 {
-			sh.m[k] = next
-		}
-		return o.decision(limits[0]), nil
-	}
 	var (
 		decisions [4]Decision
 		states    [4]state
@@ -116,19 +195,19 @@ func (s *MemoryStore) decideAt(key string, n, now int64, limits []Limit) (Decisi
 		allowed   = true
 	)
 	for _, l := range limits {
-		st, o := decide(l, sh.m[stateKey{key, l}], now, n)
+		st, o := decide(l, sh.get(key, l), now, n)
 		ds, next = append(ds, o.decision(l)), append(next, st)
 		allowed = allowed && o.allowed
 	}
 	if allowed && n > 0 {
 		for i, l := range limits {
-			sh.m[stateKey{key, l}] = next[i]
+			sh.put(key, l, next[i])
 		}
 	}
 	if !allowed { // nothing was charged: report the admitting limits as they stand
 		for i, l := range limits {
 			if ds[i].Allowed {
-				_, o := decide(l, sh.m[stateKey{key, l}], now, 0)
+				_, o := decide(l, sh.get(key, l), now, 0)
 				ds[i] = o.decision(l)
 			}
 		}
@@ -143,10 +222,18 @@ func (s *MemoryStore) SweepAt(t time.Time) int {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		for k, st := range sh.m {
-			if fresh(k.limit, st, now) {
-				delete(sh.m, k)
-				dropped++
+		for key, ks := range sh.m {
+			kept := ks.limits[:0]
+			for _, ls := range ks.limits {
+				if !fresh(ls.limit, ls.st, now) {
+					kept = append(kept, ls)
+				}
+			}
+			dropped += len(ks.limits) - len(kept)
+			clear(ks.limits[len(kept):])
+			ks.limits = kept
+			if len(kept) == 0 {
+				delete(sh.m, key)
 			}
 		}
 		sh.mu.Unlock()
@@ -174,7 +261,9 @@ func (s *MemoryStore) Len() int {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		n += len(sh.m)
+		for _, ks := range sh.m {
+			n += len(ks.limits)
+		}
 		sh.mu.Unlock()
 	}
 	return n

@@ -1,0 +1,140 @@
+package limiter_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlbench/rlbench/limiter"
+)
+
+func TestLimitString(t *testing.T) {
+	tests := []struct {
+		limit limiter.Limit
+		want  string
+	}{
+		{limiter.PerSecond(10, 20), "10 req/s (burst 20)"},
+		{limiter.PerMinute(600, 100), "600 req/min (burst 100)"},
+		{limiter.Limit{Algorithm: limiter.GCRA, Rate: 5, Period: time.Second, Burst: 5}, "5 req/s (burst 5, gcra)"},
+		{limiter.Window(limiter.FixedWindow, 100, time.Minute), "100 req/min (fixed window)"},
+		{limiter.Window(limiter.SlidingWindowLog, 3, 90*time.Second), "3 req/1m30s (sliding window log)"},
+		{limiter.Limit{Algorithm: limiter.TokenBucket, Rate: 1e-10, Period: time.Second, Burst: 1}, "1e-10 req/s (burst 1)"},
+	}
+	for _, tc := range tests {
+		if got := tc.limit.String(); got != tc.want {
+			t.Errorf("String() = %q, want %q", got, tc.want)
+		}
+	}
+}
+
+func TestLimitID(t *testing.T) {
+	tests := []struct {
+		limit limiter.Limit
+		want  string
+	}{
+		{limiter.PerHour(5, 2), "tb-5per1h-b2"},
+		{limiter.Window(limiter.SlidingWindowCounter, 100, time.Minute), "swc-100per1m"},
+		{limiter.Limit{Name: "export", Algorithm: limiter.GCRA, Rate: 1, Period: time.Second, Burst: 1}, "export"},
+	}
+	for _, tc := range tests {
+		if got := tc.limit.ID(); got != tc.want {
+			t.Errorf("ID() = %q, want %q", got, tc.want)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		limit   limiter.Limit
+		wantErr string // empty: valid
+	}{
+		{"token bucket", limiter.PerSecond(10, 20), ""},
+		{"extreme slow rate", limiter.Limit{Algorithm: limiter.TokenBucket, Rate: 1e-10, Period: time.Second, Burst: 1}, ""},
+		{"missing algorithm", limiter.Limit{Rate: 1, Period: time.Second, Burst: 1}, "algorithm: missing"},
+		{"unknown algorithm", limiter.Limit{Algorithm: "leaky", Rate: 1, Period: time.Second, Burst: 1}, `unknown "leaky"`},
+		{"zero rate", limiter.PerSecond(0, 1), "rate: 0 must be a positive number"},
+		{"negative rate", limiter.PerSecond(-3, 1), "rate: -3 must be a positive number"},
+		{"zero burst", limiter.PerSecond(1, 0), "burst: 0 must be at least 1"},
+		{"window under 1ms", limiter.Window(limiter.FixedWindow, 1, 999*time.Microsecond), "shorter than the minimum 1ms"},
+		{"fractional window limit", limiter.Limit{Algorithm: limiter.FixedWindow, Rate: 2.5, Period: time.Second}, "whole number"},
+		{"window with other burst", limiter.Limit{Algorithm: limiter.FixedWindow, Rate: 5, Period: time.Second, Burst: 7}, "no separate burst"},
+		{"rate finer than a microsecond", limiter.PerSecond(2e6, 1), "above one unit per microsecond"},
+		{"refill overflows", limiter.Limit{Algorithm: limiter.GCRA, Rate: 1e-12, Period: time.Second, Burst: 1 << 20}, "overflows"},
+		{"huge burst", limiter.PerSecond(1, 1<<41), "exceeds the maximum"},
+		{"counter overflows", limiter.Window(limiter.SlidingWindowCounter, 1<<40, 24*time.Hour), "overflows exact arithmetic"},
+		{"name with a brace", limiter.Limit{Name: "a{b}", Algorithm: limiter.GCRA, Rate: 1, Period: time.Second, Burst: 1}, "braces"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+			err := tc.limit.Validate()
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, limiter.ErrInvalidLimit) {
+				t.Fatalf("Validate() = %v, want an ErrInvalidLimit containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestParseLimit(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    limiter.Limit
+		wantErr string
+	}{
+		{in: "token_bucket:10/1s,burst=20", want: limiter.PerSecond(10, 20)},
+		{in: "10/s", want: limiter.PerSecond(10, 10)},
+		{in: "gcra:600/1m,burst=100,name=api", want: limiter.Limit{Name: "api", Algorithm: limiter.GCRA, Rate: 600, Period: time.Minute, Burst: 100}},
+		{in: "fixed_window:100/1m", want: limiter.Window(limiter.FixedWindow, 100, time.Minute)},
+		{in: "sliding_window_log:2/min", want: limiter.Window(limiter.SlidingWindowLog, 2, time.Minute)},
+		{in: "token_bucket:10000/30d,burst=10000", want: limiter.Limit{Algorithm: limiter.TokenBucket, Rate: 10000, Period: 720 * time.Hour, Burst: 10000}},
+		{in: "token_bucket:0.5/1s", want: limiter.Limit{Algorithm: limiter.TokenBucket, Rate: 0.5, Period: time.Second, Burst: 1}},
+		{in: "gcra:10", wantErr: "want RATE/PERIOD"},
+		{in: "gcra:ten/1s", wantErr: `rate "ten"`},
+		{in: "gcra:10/fortnight", wantErr: `period "fortnight"`},
+		{in: "gcra:10/1s,burts=3", wantErr: `unknown option "burts"`},
+		{in: "gcra:10/1s,burst=x", wantErr: `burst "x"`},
+		{in: "bucket:10/1s", wantErr: `unknown "bucket"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := limiter.ParseLimit(tc.in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("ParseLimit(%q) error = %v, want one containing %q", tc.in, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseLimit(%q): %v", tc.in, err)
+			}
+			if got != tc.want {
+				t.Fatalf("ParseLimit(%q) = %#v, want %#v", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func FuzzParseLimit(f *testing.F) {
+	for _, s := range []string{"gcra:10/1s,burst=5", "fixed_window:3/10s", "1e-10/1s", "x:y/z,,=", "sliding_window_counter:7/250ms"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		l, err := limiter.ParseLimit(s)
+		if err != nil {
+			return
+		}
+		if verr := l.Validate(); verr != nil {
+			t.Fatalf("ParseLimit(%q) returned %#v that fails Validate: %v", s, l, verr)
+		}
+		if l.Capacity() < 1 || l.IntervalMicros() < 1 {
+			t.Fatalf("ParseLimit(%q) = %#v with capacity %d, interval %d µs", s, l, l.Capacity(), l.IntervalMicros())
+		}
+	})
+}
