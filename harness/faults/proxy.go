@@ -1,0 +1,117 @@
+// Package faults injects the failures a rate limiter's shared store meets in
+// production — latency, dropped and reset connections, a cut link — through
+// an embedded TCP proxy (Shopify's toxiproxy, as a library) placed between
+// the sample API instances and Redis, and schedules every fault of a drill.
+package faults
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+)
+
+// Proxy is a TCP proxy on a loopback port in front of one upstream (a Redis
+// address). Instances connect to Addr instead of the upstream, so the
+// harness can degrade their link to Redis without touching Redis itself.
+// It is safe for concurrent use.
+type Proxy struct {
+	mu    sync.Mutex
+	proxy *toxiproxy.Proxy
+	names []string
+}
+
+// StartProxy starts a proxy on a free loopback port forwarding to upstream
+// ("host:port").
+func StartProxy(upstream string) (*Proxy, error) {
+	server := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+	p := toxiproxy.NewProxy(server, "redis", "127.0.0.1:0", upstream)
+	if err := p.Start(); err != nil {
+		return nil, fmt.Errorf("start proxy to %s: %w", upstream, err)
+	}
+	return &Proxy{proxy: p}, nil
+}
+
+// Addr is the proxy's listening address, "127.0.0.1:PORT".
+func (p *Proxy) Addr() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.proxy.Listen
+}
+
+// AddLatency delays every reply from the upstream by latency ± jitter.
+func (p *Proxy) AddLatency(latency, jitter time.Duration) error {
+	return p.add("latency", "downstream", map[string]any{"latency": latency.Milliseconds(), "jitter": jitter.Milliseconds()})
+}
+
+// Blackhole lets connections open but carries no data either way, as a
+// network partition or a dropped route does: requests hang until their
+// client gives up.
+func (p *Proxy) Blackhole() error {
+	if err := p.add("timeout", "upstream", map[string]any{"timeout": 0}); err != nil {
+		return err
+	}
+	return p.add("timeout", "downstream", map[string]any{"timeout": 0})
+}
+
+// ResetConnections answers every new request with a TCP reset (RST).
+func (p *Proxy) ResetConnections() error {
+	return p.add("reset_peer", "upstream", map[string]any{"timeout": 0})
+}
+
+// Disconnect closes the listener and every open connection: dials are
+// refused until Reconnect.
+func (p *Proxy) Disconnect() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.proxy.Stop()
+}
+
+// Reconnect listens again on the same address after Disconnect.
+func (p *Proxy) Reconnect() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.proxy.Enabled {
+		return nil
+	}
+	if err := p.proxy.Start(); err != nil {
+		return fmt.Errorf("restart proxy on %s: %w", p.proxy.Listen, err)
+	}
+	return nil
+}
+
+// Clear removes every toxic: the link is healthy again.
+func (p *Proxy) Clear() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.proxy.Toxics.ResetToxics(context.Background())
+	p.names = nil
+}
+
+// Close stops the proxy for good.
+func (p *Proxy) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.proxy.Stop()
+}
+
+func (p *Proxy) add(kind, stream string, attrs map[string]any) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	name := fmt.Sprintf("%s_%s_%d", kind, stream, len(p.names))
+	body, err := json.Marshal(map[string]any{"name": name, "type": kind, "stream": stream, "toxicity": 1.0, "attributes": attrs})
+	if err != nil {
+		return err
+	}
+	if _, err := p.proxy.Toxics.AddToxicJson(strings.NewReader(string(body))); err != nil {
+		return fmt.Errorf("add %s toxic: %w", kind, err)
+	}
+	p.names = append(p.names, name)
+	return nil
+}
