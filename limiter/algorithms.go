@@ -24,6 +24,18 @@ type state struct {
 // logEntry is n units admitted at time at.
 type logEntry struct{ at, n int64 }
 
+// params are a limit's parameters in the units the algorithms compute in,
+// derived once per key and limit rather than on every decision.
+type params struct {
+	alg      Algorithm
+	interval int64 // emission interval (buckets) or window (windows), µs
+	capacity int64 // burst (buckets) or limit per window (windows)
+}
+
+func paramsOf(l Limit) params {
+	return params{alg: l.Algorithm, interval: l.IntervalMicros(), capacity: l.Capacity()}
+}
+
 // outcome is an algorithm's verdict in microseconds, before it becomes a Decision.
 type outcome struct {
 	allowed                       bool
@@ -31,35 +43,36 @@ type outcome struct {
 	resetAfter, retryAfter, delay int64
 }
 
-func (o outcome) decision(l Limit) Decision {
-	return NewDecision(l, o.allowed, o.remaining, o.resetAfter, o.retryAfter, o.delay)
+func (o *outcome) decision(l *Limit) Decision {
+	return NewDecision(*l, o.allowed, o.remaining, o.resetAfter, o.retryAfter, o.delay)
 }
 
-// decide evaluates a request of cost n at time now against s and returns the
-// state to store if the request is admitted. n = 0 peeks: nothing is charged,
-// Remaining and ResetAfter describe the state as it is, and Allowed and
-// RetryAfter answer for one unit. decide never modifies s.
-func decide(l Limit, s state, now, n int64) (state, outcome) {
-	switch l.Algorithm {
+// decide evaluates a request of cost n at time now against s and, if the
+// request is admitted and out is not nil, writes the state to store to out
+// (which may be s itself). n = 0 peeks: nothing is written, Remaining and
+// ResetAfter describe the state as it is, and Allowed and RetryAfter answer
+// for one unit. decide reads all of s before it writes out.
+func decide(p *params, s *state, now, n int64, out *state) outcome {
+	switch p.alg {
 	case TokenBucket:
-		return tokenBucket(l, s, now, n)
+		return tokenBucket(p, s, now, n, out)
 	case GCRA, LeakyBucket:
-		return gcra(l, s, now, n)
+		return gcra(p, s, now, n, out)
 	case FixedWindow:
-		return fixedWindow(l, s, now, n)
+		return fixedWindow(p, s, now, n, out)
 	case SlidingWindowCounter:
-		return slidingWindowCounter(l, s, now, n)
+		return slidingWindowCounter(p, s, now, n, out)
 	case SlidingWindowLog:
-		return slidingWindowLog(l, s, now, n)
+		return slidingWindowLog(p, s, now, n, out)
 	}
-	return s, outcome{}
+	return outcome{}
 }
 
 // ask is the number of units a request asks for: n, or 1 for a peek.
 func ask(n int64) int64 { return max(n, 1) }
 
-func tokenBucket(l Limit, s state, now, n int64) (state, outcome) {
-	t, burst := l.IntervalMicros(), l.Burst
+func tokenBucket(p *params, s *state, now, n int64, out *state) outcome {
+	t, burst := p.interval, p.capacity
 	tokens, last := s.a, s.b
 	if last == 0 { // fresh key: a full bucket
 		tokens, last = burst, now
@@ -79,42 +92,48 @@ func tokenBucket(l Limit, s state, now, n int64) (state, outcome) {
 		return last + (burst-tok)*t - now
 	}
 	if tokens < ask(n) {
-		return s, outcome{remaining: tokens, resetAfter: resetAfter(tokens), retryAfter: last + (ask(n)-tokens)*t - now}
+		return outcome{remaining: tokens, resetAfter: resetAfter(tokens), retryAfter: last + (ask(n)-tokens)*t - now}
 	}
 	tokens -= n
-	return state{a: tokens, b: last}, outcome{allowed: true, remaining: tokens, resetAfter: resetAfter(tokens)}
+	if out != nil && n > 0 {
+		*out = state{a: tokens, b: last}
+	}
+	return outcome{allowed: true, remaining: tokens, resetAfter: resetAfter(tokens)}
 }
 
 // gcra is the virtual-scheduling GCRA: a request of n units is conforming if
 // its theoretical arrival time, pushed n emission intervals later, lies within
 // burst intervals of now. For LeakyBucket the same test bounds the queue and
 // the delay is the wait for the request's slot.
-func gcra(l Limit, s state, now, n int64) (state, outcome) {
-	t, burst := l.IntervalMicros(), l.Burst
+func gcra(p *params, s *state, now, n int64, out *state) outcome {
+	t, burst := p.interval, p.capacity
 	tat := max(s.a, now)
 	capacity := burst * t
 	remaining := func(at int64) int64 { return (capacity - (at - now)) / t }
 	newTAT := tat + ask(n)*t
 	if newTAT-now > capacity {
-		return s, outcome{remaining: remaining(tat), resetAfter: tat - now, retryAfter: newTAT - capacity - now}
+		return outcome{remaining: remaining(tat), resetAfter: tat - now, retryAfter: newTAT - capacity - now}
 	}
 	o := outcome{allowed: true}
-	if l.Algorithm == LeakyBucket {
+	if p.alg == LeakyBucket {
 		o.delay = tat - now
 	}
 	if n == 0 {
 		o.remaining, o.resetAfter, o.delay = remaining(tat), tat-now, 0
-		return s, o
+		return o
 	}
 	o.remaining, o.resetAfter = remaining(newTAT), newTAT-now
-	return state{a: newTAT}, o
+	if out != nil {
+		*out = state{a: newTAT}
+	}
+	return o
 }
 
 // windowStart is the start of the aligned window of length w holding now.
 func windowStart(now, w int64) int64 { return now - now%w }
 
-func fixedWindow(l Limit, s state, now, n int64) (state, outcome) {
-	w, limit := l.PeriodMicros(), l.Capacity()
+func fixedWindow(p *params, s *state, now, n int64, out *state) outcome {
+	w, limit := p.interval, p.capacity
 	start, count := windowStart(now, w), s.b
 	switch {
 	case s.a < start: // a later window: a fresh count, whatever the old key's TTL said
@@ -124,18 +143,21 @@ func fixedWindow(l Limit, s state, now, n int64) (state, outcome) {
 	}
 	end := start + w - now
 	if count+ask(n) > limit {
-		return s, outcome{remaining: limit - count, resetAfter: end, retryAfter: end}
+		return outcome{remaining: limit - count, resetAfter: end, retryAfter: end}
 	}
 	count += n
 	reset := end
 	if count == 0 {
 		reset = 0
 	}
-	return state{a: start, b: count}, outcome{allowed: true, remaining: limit - count, resetAfter: reset}
+	if out != nil && n > 0 {
+		*out = state{a: start, b: count}
+	}
+	return outcome{allowed: true, remaining: limit - count, resetAfter: reset}
 }
 
-func slidingWindowCounter(l Limit, s state, now, n int64) (state, outcome) {
-	w, limit := l.PeriodMicros(), l.Capacity()
+func slidingWindowCounter(p *params, s *state, now, n int64, out *state) outcome {
+	w, limit := p.interval, p.capacity
 	start, prev, curr := windowStart(now, w), s.b, s.c
 	switch {
 	case s.a == start:
@@ -160,7 +182,7 @@ func slidingWindowCounter(l Limit, s state, now, n int64) (state, outcome) {
 		return 0
 	}
 	if estimate+ask(n)*w > capacity {
-		return s, outcome{
+		return outcome{
 			remaining:  max(capacity-estimate, 0) / w,
 			resetAfter: resetAfter(prev, curr),
 			retryAfter: slidingCounterWait(w, limit, prev, curr, ask(n), elapsed),
@@ -168,7 +190,10 @@ func slidingWindowCounter(l Limit, s state, now, n int64) (state, outcome) {
 	}
 	curr += n
 	estimate += n * w
-	return state{a: start, b: prev, c: curr}, outcome{allowed: true, remaining: (capacity - estimate) / w, resetAfter: resetAfter(prev, curr)}
+	if out != nil && n > 0 {
+		*out = state{a: start, b: prev, c: curr}
+	}
+	return outcome{allowed: true, remaining: (capacity - estimate) / w, resetAfter: resetAfter(prev, curr)}
 }
 
 // slidingCounterWait is the time from elapsed (into the current window) until
@@ -190,8 +215,8 @@ func slidingCounterWait(w, limit, prev, curr, n, elapsed int64) int64 {
 	return w - elapsed + fitsAt(curr, 0)
 }
 
-func slidingWindowLog(l Limit, s state, now, n int64) (state, outcome) {
-	w, limit := l.PeriodMicros(), l.Capacity()
+func slidingWindowLog(p *params, s *state, now, n int64, out *state) outcome {
+	w, limit := p.interval, p.capacity
 	log := s.log
 	for len(log) > 0 && log[0].at <= now-w { // an entry counts while now − at < w
 		log = log[1:]
@@ -216,7 +241,7 @@ func slidingWindowLog(l Limit, s state, now, n int64) (state, outcome) {
 				break
 			}
 		}
-		return s, outcome{remaining: limit - count, resetAfter: resetAfter(log), retryAfter: wait}
+		return outcome{remaining: limit - count, resetAfter: resetAfter(log), retryAfter: wait}
 	}
 	if n > 0 {
 		if k := len(log); k > 0 && log[k-1].at == now {
@@ -225,23 +250,26 @@ func slidingWindowLog(l Limit, s state, now, n int64) (state, outcome) {
 			log = append(log, logEntry{at: now, n: n})
 		}
 	}
-	return state{log: log}, outcome{allowed: true, remaining: limit - count - n, resetAfter: resetAfter(log)}
+	if out != nil && n > 0 {
+		*out = state{log: log}
+	}
+	return outcome{allowed: true, remaining: limit - count - n, resetAfter: resetAfter(log)}
 }
 
 // fresh reports whether s decides every later request exactly as a fresh key
 // would, so a sweep may drop it.
-func fresh(l Limit, s state, now int64) bool {
-	switch l.Algorithm {
+func fresh(p *params, s *state, now int64) bool {
+	switch p.alg {
 	case TokenBucket:
-		return s.b == 0 || s.a+(now-s.b)/l.IntervalMicros() >= l.Burst
+		return s.b == 0 || s.a+(now-s.b)/p.interval >= p.capacity
 	case GCRA, LeakyBucket:
 		return s.a <= now
 	case FixedWindow:
-		return s.a < windowStart(now, l.PeriodMicros())
+		return s.a < windowStart(now, p.interval)
 	case SlidingWindowCounter:
-		return s.a < windowStart(now, l.PeriodMicros())-l.PeriodMicros()
+		return s.a < windowStart(now, p.interval)-p.interval
 	case SlidingWindowLog:
-		return len(s.log) == 0 || s.log[len(s.log)-1].at <= now-l.PeriodMicros()
+		return len(s.log) == 0 || s.log[len(s.log)-1].at <= now-p.interval
 	}
 	return true
 }

@@ -28,24 +28,53 @@ type memoryShard struct {
 	_  [48]byte // keep shards on separate cache lines
 }
 
-// keyState holds one key's state under each limit it has been charged by,
-// usually one or two, so a lookup hashes only the key and a decision updates
-// in place.
-type keyState struct{ limits []limitState }
+// keyState holds one key's state under each limit it has been charged by.
+// The first limit lives inline, so the common one-limit key costs one
+// pointer from the map; tiers add entries to more.
+type keyState struct {
+	first limitState
+	more  []limitState
+}
 
 type limitState struct {
-	limit Limit
-	st    state
+	limit  Limit
+	params params
+	st     state
 }
 
 // find returns the state of l, nil when the key has none yet.
 func (ks *keyState) find(l Limit) *limitState {
-	for i := range ks.limits {
-		if ks.limits[i].limit == l {
-			return &ks.limits[i]
+	if ks.first.limit == l {
+		return &ks.first
+	}
+	for i := range ks.more {
+		if ks.more[i].limit == l {
+			return &ks.more[i]
 		}
 	}
 	return nil
+}
+
+// drop removes the limits for which gone reports true, and reports how many
+// it removed and whether the key holds nothing any more.
+func (ks *keyState) drop(gone func(limitState) bool) (dropped int, empty bool) {
+	all := append([]limitState{ks.first}, ks.more...)
+	kept := all[:0]
+	for _, ls := range all {
+		if gone(ls) {
+			dropped++
+		} else {
+			kept = append(kept, ls)
+		}
+	}
+	if dropped == 0 {
+		return 0, false
+	}
+	if len(kept) == 0 {
+		return dropped, true
+	}
+	ks.first, ks.more = kept[0], slices.Clone(kept[1:])
+	return dropped, false
 }
 
 // get returns the state of l or a fresh one.
@@ -58,18 +87,27 @@ func (sh *memoryShard) get(key string, l Limit) state {
 	return state{}
 }
 
+// decide evaluates l on the stored state of key, or a fresh one, and
+// returns the state to store if admitted.
+func (sh *memoryShard) decide(key string, l Limit, now, n int64) (state, outcome) {
+	st := sh.get(key, l)
+	p := paramsOf(l)
+	o := decide(&p, &st, now, n, &st)
+	return st, o
+}
+
 // put stores st as the state of key under l.
 func (sh *memoryShard) put(key string, l Limit, st state) {
 	ks := sh.m[key]
 	if ks == nil {
-		ks = &keyState{limits: make([]limitState, 0, 1)}
-		sh.m[key] = ks
+		sh.m[key] = &keyState{first: limitState{limit: l, params: paramsOf(l), st: st}}
+		return
 	}
 	if ls := ks.find(l); ls != nil {
 		ls.st = st
 		return
 	}
-	ks.limits = append(ks.limits, limitState{limit: l, st: st})
+	ks.more = append(ks.more, limitState{limit: l, params: paramsOf(l), st: st})
 }
 
 // MemoryOption configures a MemoryStore.
@@ -131,20 +169,10 @@ func (s *MemoryStore) Reset(_ context.Context, key string, limits ...Limit) erro
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	ks := sh.m[key]
-	if ks == nil {
-		return nil
-	}
-	kept := ks.limits[:0]
-	for _, ls := range ks.limits {
-		if !slices.Contains(limits, ls.limit) {
-			kept = append(kept, ls)
+	if ks := sh.m[key]; ks != nil {
+		if _, empty := ks.drop(func(ls limitState) bool { return slices.Contains(limits, ls.limit) }); empty {
+			delete(sh.m, key)
 		}
-	}
-	clear(ks.limits[len(kept):])
-	ks.limits = kept
-	if len(kept) == 0 {
-		delete(sh.m, key)
 	}
 	return nil
 }
@@ -154,30 +182,27 @@ func (s *MemoryStore) Reset(_ context.Context, key string, limits ...Limit) erro
 func (s *MemoryStore) decideAt(key string, n, now int64, limits []Limit) (Decision, error) {
 	sh := s.shard(key)
 	if len(limits) == 1 { // the common case: one lookup, an update in place
-		l := limits[0]
+		l := &limits[0]
 		sh.mu.Lock()
 		var ls *limitState
 		if ks := sh.m[key]; ks != nil {
-			ls = ks.find(l)
+			ls = ks.find(*l)
 		}
-		if ls == nil || n > l.Capacity() {
+		if ls != nil && n <= ls.params.capacity {
 			// Only limits that passed CheckRequest are ever stored, so a
 			// known one skips validation.
-			sh.mu.Unlock()
-			if err := CheckRequest(max(n, 1), limits); err != nil {
-				return Decision{}, err
-			}
-			sh.mu.Lock()
-			next, o := decide(l, sh.get(key, l), now, n)
-			if o.allowed && n > 0 {
-				sh.put(key, l, next)
-			}
+			o := decide(&ls.params, &ls.st, now, n, &ls.st)
 			sh.mu.Unlock()
 			return o.decision(l), nil
 		}
-		next, o := decide(l, ls.st, now, n)
+		sh.mu.Unlock()
+		if err := CheckRequest(max(n, 1), limits); err != nil {
+			return Decision{}, err
+		}
+		sh.mu.Lock()
+		next, o := sh.decide(key, *l, now, n)
 		if o.allowed && n > 0 {
-			ls.st = next
+			sh.put(key, *l, next)
 		}
 		sh.mu.Unlock()
 		return o.decision(l), nil
@@ -195,8 +220,8 @@ func (s *MemoryStore) decideAt(key string, n, now int64, limits []Limit) (Decisi
 		allowed   = true
 	)
 	for _, l := range limits {
-		st, o := decide(l, sh.get(key, l), now, n)
-		ds, next = append(ds, o.decision(l)), append(next, st)
+		st, o := sh.decide(key, l, now, n)
+		ds, next = append(ds, o.decision(&l)), append(next, st)
 		allowed = allowed && o.allowed
 	}
 	if allowed && n > 0 {
@@ -207,8 +232,8 @@ func (s *MemoryStore) decideAt(key string, n, now int64, limits []Limit) (Decisi
 	if !allowed { // nothing was charged: report the admitting limits as they stand
 		for i, l := range limits {
 			if ds[i].Allowed {
-				_, o := decide(l, sh.get(key, l), now, 0)
-				ds[i] = o.decision(l)
+				_, o := sh.decide(key, l, now, 0)
+				ds[i] = o.decision(&l)
 			}
 		}
 	}
@@ -223,16 +248,9 @@ func (s *MemoryStore) SweepAt(t time.Time) int {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		for key, ks := range sh.m {
-			kept := ks.limits[:0]
-			for _, ls := range ks.limits {
-				if !fresh(ls.limit, ls.st, now) {
-					kept = append(kept, ls)
-				}
-			}
-			dropped += len(ks.limits) - len(kept)
-			clear(ks.limits[len(kept):])
-			ks.limits = kept
-			if len(kept) == 0 {
+			n, empty := ks.drop(func(ls limitState) bool { return fresh(&ls.params, &ls.st, now) })
+			dropped += n
+			if empty {
 				delete(sh.m, key)
 			}
 		}
@@ -262,7 +280,7 @@ func (s *MemoryStore) Len() int {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		for _, ks := range sh.m {
-			n += len(ks.limits)
+			n += 1 + len(ks.more)
 		}
 		sh.mu.Unlock()
 	}
