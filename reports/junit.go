@@ -1,0 +1,114 @@
+// Package reports renders a run's verdicts for people and machines: the
+// self-contained report.html, junit.xml for CI systems, and a short Markdown
+// summary for CI job pages. summary.json, their machine-readable twin, is
+// checker.Summary.
+package reports
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/rlbench/rlbench/harness/checker"
+)
+
+// JUnit XML as CI systems read it (Jenkins, GitLab, GitHub Actions
+// reporters): one <testsuite> per scenario, one <testcase> per check. A
+// failed check is a <failure>; an unknown one is a <failure type="unknown">
+// too, since a gate must not pass what it could not prove.
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Time     string      `xml:"time,attr,omitempty"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	ClassName string        `xml:"classname,attr"`
+	Failure   *junitFailure `xml:"failure,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitFailure struct {
+	Type    string `xml:"type,attr"`
+	Message string `xml:"message,attr"`
+	Body    string `xml:",chardata"`
+}
+
+// WriteJUnit writes s as JUnit XML.
+func WriteJUnit(w io.Writer, s *checker.Summary) error {
+	out := junitSuites{Name: "rlbench"}
+	for _, sc := range s.Scenarios {
+		suite := junitSuite{Name: sc.Name}
+		for _, r := range sc.Checks {
+			c := junitCase{Name: CheckLabel(r), ClassName: "rlbench." + sc.Name, SystemOut: outcomeLine(r)}
+			if r.Verdict != checker.Pass {
+				c.Failure = &junitFailure{Type: string(r.Verdict), Message: outcomeLine(r), Body: proofText(r)}
+				suite.Failures++
+			}
+			suite.Cases = append(suite.Cases, c)
+		}
+		suite.Tests = len(suite.Cases)
+		out.Tests += suite.Tests
+		out.Failures += suite.Failures
+		out.Suites = append(out.Suites, suite)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return fmt.Errorf("write junit: %w", err)
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return fmt.Errorf("write junit: %w", err)
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// CheckLabel names a result as tables and test cases show it: the check and,
+// when it has one, its scope ("budget [gcra-10per1s-b10]").
+func CheckLabel(r checker.Result) string {
+	if r.Scope == "" {
+		return r.Name
+	}
+	return r.Name + " [" + r.Scope + "]"
+}
+
+// outcomeLine is the one-line statement of a result: verdict, observed
+// against bound, and the explanation.
+func outcomeLine(r checker.Result) string {
+	return fmt.Sprintf("%s: observed %s %s, bound %s %s: %s", r.Verdict, FormatNumber(r.Observed), r.Unit, FormatNumber(r.Bound), r.Unit, r.Explanation)
+}
+
+func proofText(r checker.Result) string {
+	if r.Proof == nil {
+		return r.Explanation
+	}
+	p := r.Proof
+	var b strings.Builder
+	fmt.Fprintf(&b, "key %s, interval %d ns .. %d ns since the run's start\nrequests: %v\n", p.Key, p.FromNs, p.ToNs, p.RequestIDs)
+	for _, is := range p.Instances {
+		fmt.Fprintf(&b, "instance %s: %d requests, %d units\n", is.Instance, is.Requests, is.Cost)
+	}
+	return b.String()
+}
+
+// FormatNumber prints v without a fraction when it is whole and with at most
+// four significant decimals otherwise.
+func FormatNumber(v float64) string {
+	if v == float64(int64(v)) {
+		return fmt.Sprintf("%d", int64(v))
+	}
+	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.4f", v), "0"), ".")
+}
