@@ -1,0 +1,121 @@
+// Package progress shows a run's progress while traffic is fired: a live
+// bar on a terminal, plain periodic lines in logs and on CI (CI=true), so
+// that a long run is never silent and a CI log is never full of control
+// characters.
+package progress
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+)
+
+// DefaultLineInterval is how often plain mode prints a line.
+const DefaultLineInterval = 2 * time.Second
+
+// Counters are the figures a display shows. Add to them from any goroutine.
+type Counters struct {
+	Sent, Admitted, Rejected, Errors atomic.Int64
+	phase                            atomic.Pointer[string]
+}
+
+// SetPhase names the phase being fired.
+func (c *Counters) SetPhase(name string) { c.phase.Store(&name) }
+
+// Phase is the phase being fired, or "".
+func (c *Counters) Phase() string {
+	if p := c.phase.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Interactive reports whether w is a terminal a live display can redraw,
+// and CI is not set to true.
+func Interactive(w io.Writer) bool {
+	if os.Getenv("CI") == "true" {
+		return false
+	}
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// Display renders Counters until Stop.
+type Display struct {
+	stop chan struct{}
+	done sync.WaitGroup
+}
+
+// Start shows the progress of scenario, which plans planned requests, on w:
+// a bar when interactive, else a line every interval (DefaultLineInterval
+// when 0).
+func Start(w io.Writer, scenario string, planned int64, interactive bool, interval time.Duration, c *Counters) *Display {
+	if interval <= 0 {
+		interval = DefaultLineInterval
+	}
+	d := &Display{stop: make(chan struct{})}
+	start := time.Now()
+	line := func() string {
+		elapsed := time.Since(start).Seconds()
+		rate := 0.0
+		if elapsed > 0 {
+			rate = float64(c.Sent.Load()) / elapsed
+		}
+		return fmt.Sprintf("phase %s: sent %d/%d, admitted %d, rejected %d, errors %d, %.1f req/s",
+			c.Phase(), c.Sent.Load(), planned, c.Admitted.Load(), c.Rejected.Load(), c.Errors.Load(), rate)
+	}
+	d.done.Add(1)
+	if !interactive {
+		go func() {
+			defer d.done.Done()
+			tick := time.NewTicker(interval)
+			defer tick.Stop()
+			for {
+				select {
+				case <-d.stop:
+					fmt.Fprintf(w, "[%s] done: %s\n", scenario, line())
+					return
+				case <-tick.C:
+					fmt.Fprintf(w, "[%s] %s\n", scenario, line())
+				}
+			}
+		}()
+		return d
+	}
+	bar := progressbar.NewOptions64(max(planned, 1),
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription(scenario),
+		progressbar.OptionSetWidth(24),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+	)
+	go func() {
+		defer d.done.Done()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-d.stop:
+				bar.Finish()
+				fmt.Fprintf(w, "[%s] done: %s\n", scenario, line())
+				return
+			case <-tick.C:
+				bar.Describe(scenario + " " + line())
+				bar.Set64(min(c.Sent.Load(), planned))
+			}
+		}
+	}()
+	return d
+}
+
+// Stop ends the display after a final line.
+func (d *Display) Stop() {
+	close(d.stop)
+	d.done.Wait()
+}
