@@ -259,6 +259,16 @@ func compactDuration(d time.Duration) string {
 	return s
 }
 
+// Spec formats l in the compact form ParseLimit reads, so that
+// ParseLimit(l.Spec()) == l for every valid l: "gcra:10/1s,burst=20".
+func (l Limit) Spec() string {
+	spec := fmt.Sprintf("%s:%s/%s,burst=%d", l.Algorithm, strconv.FormatFloat(l.Rate, 'g', -1, 64), compactDuration(l.Period), l.Burst)
+	if l.Name != "" {
+		spec += ",name=" + l.Name
+	}
+	return spec
+}
+
 // ParseLimit parses the compact form used on command lines and in scenario
 // files: "ALGORITHM:RATE/PERIOD[,burst=N][,name=NAME]", for example
 // "token_bucket:10/1s,burst=20", "gcra:600/1m,burst=100" or

@@ -138,3 +138,18 @@ func FuzzParseLimit(f *testing.F) {
 		}
 	})
 }
+
+func TestSpecRoundTrip(t *testing.T) {
+	for _, l := range []limiter.Limit{
+		limiter.PerSecond(10, 20),
+		{Name: "monthly", Algorithm: limiter.FixedWindow, Rate: 10000, Period: 720 * time.Hour, Burst: 10000},
+		{Algorithm: limiter.GCRA, Rate: 1e-10, Period: time.Second, Burst: 1},
+		{Algorithm: limiter.LeakyBucket, Rate: 2.5, Period: 1500 * time.Millisecond, Burst: 3},
+		limiter.Window(limiter.SlidingWindowCounter, 7, 90*time.Second),
+	} {
+		got, err := limiter.ParseLimit(l.Spec())
+		if err != nil || got != l {
+			t.Errorf("ParseLimit(%q) = %#v, %v; want %#v", l.Spec(), got, err, l)
+		}
+	}
+}

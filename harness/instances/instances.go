@@ -9,6 +9,7 @@ package instances
 
 import (
 	"bufio"
+	"cmp"
 	"bytes"
 	"context"
 	"errors"
@@ -229,7 +230,8 @@ func (in *Instance) Restart(ctx context.Context) error {
 type Group []*Instance
 
 // StartGroup starts one instance per spec, concurrently. On any failure it
-// stops the ones that started and returns the first error.
+// kills the ones that started and returns the first error, with the count
+// of instances that failed.
 func StartGroup(ctx context.Context, specs []Spec) (Group, error) {
 	g := make(Group, len(specs))
 	errs := make([]error, len(specs))
@@ -238,15 +240,26 @@ func StartGroup(ctx context.Context, specs []Spec) (Group, error) {
 		wg.Go(func() { g[i], errs[i] = Start(ctx, spec) })
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, in := range g {
-			if in != nil {
-				in.Kill()
-			}
+	var first error
+	failed := 0
+	for _, err := range errs {
+		if err != nil {
+			first = cmp.Or(first, err)
+			failed++
 		}
-		return nil, err
 	}
-	return g, nil
+	if first == nil {
+		return g, nil
+	}
+	for _, in := range g {
+		if in != nil {
+			in.Kill()
+		}
+	}
+	if failed > 1 { // instances share a configuration: one message says it
+		return nil, fmt.Errorf("%w\n(%d of %d instances failed to start)", first, failed, len(specs))
+	}
+	return nil, first
 }
 
 // URLs lists the instances' base URLs in order.
