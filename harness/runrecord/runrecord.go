@@ -1,0 +1,155 @@
+// Package runrecord defines run.json, the record of what a run did beside
+// summary.json's verdicts (its software, machine, Redis, instances, load
+// delivered, latency distributions and fault windows), so that a report can
+// be rendered again from a run directory alone.
+package runrecord
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Schema is RunRecord.Schema for this version.
+const Schema = "rlbench-run/v1"
+
+// RunRecord is run.json: what a run did, beside summary.json's verdicts, so
+// that `rlbench report DIR` can render the report again from the files alone.
+// Schema rlbench-run/v1; times are RFC 3339, durations in nanoseconds,
+// latencies in microseconds. Fields are never removed or retyped within v1.
+type RunRecord struct {
+	Schema    string           `json:"schema"`
+	Meta      Meta             `json:"meta"`
+	Scenarios []ScenarioRecord `json:"scenarios"`
+}
+
+// Meta describes the run's software and machine.
+type Meta struct {
+	Version   string        `json:"rlbench_version"`
+	Commit    string        `json:"rlbench_commit"`
+	GoVersion string        `json:"go_version"`
+	OS        string        `json:"os"`
+	Arch      string        `json:"arch"`
+	CPUs      int           `json:"cpus"`
+	Hostname  string        `json:"hostname"`
+	Start     time.Time     `json:"start"`
+	Duration  time.Duration `json:"duration_ns"`
+}
+
+// NewMeta returns the metadata of a run of the given build started at start.
+func NewMeta(version, commit string, start time.Time) Meta {
+	host, _ := os.Hostname()
+	return Meta{Version: version, Commit: commit, GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
+		CPUs: runtime.NumCPU(), Hostname: host, Start: start.UTC()}
+}
+
+// ScenarioRecord is one scenario's run.
+type ScenarioRecord struct {
+	Name        string        `json:"name"`
+	Description string        `json:"description"`
+	Source      string        `json:"source"`
+	Seed        int64         `json:"seed"`
+	Start       time.Time     `json:"start"`
+	Duration    time.Duration `json:"duration_ns"`
+	Redis       RedisInfo     `json:"redis"`
+	Instances   []string      `json:"instances"`
+	// History is the recorded requests, relative to the run directory.
+	History string `json:"history"`
+	// ClockOffset is the limiter's clock minus the harness's, ± ClockUncertainty.
+	ClockOffset      time.Duration `json:"clock_offset_ns"`
+	ClockUncertainty time.Duration `json:"clock_uncertainty_ns"`
+	// Routes lists the scenario's routes with their limits (limiter.Limit.Spec form).
+	Routes []RouteRecord `json:"routes"`
+	// Phases is what the generator planned and delivered, phase by phase.
+	Phases []PhaseRecord `json:"phases"`
+	// Dropped counts results missing from the history.
+	Dropped int `json:"dropped"`
+	// Latency holds per route the latency distributions, as HDR histogram
+	// snapshots in microseconds.
+	Latency map[string]LatencyRecord `json:"latency"`
+	// Faults are the fault windows of the run, in ns since Start.
+	Faults []FaultWindow `json:"faults,omitempty"`
+	// Error is set when the scenario could not run.
+	Error string `json:"error,omitempty"`
+}
+
+// RouteRecord is a route of a scenario.
+type RouteRecord struct {
+	Path     string   `json:"path"`
+	Cost     int64    `json:"cost"`
+	Limits   []string `json:"limits"`
+	Baseline bool     `json:"baseline,omitempty"`
+}
+
+// PhaseRecord is one phase's plan and delivery.
+type PhaseRecord struct {
+	Name         string        `json:"name"`
+	Kind         string        `json:"kind"`
+	Planned      int           `json:"planned"`
+	Sent         int           `json:"sent"`
+	OnTime       int           `json:"on_time"`
+	Withheld     int           `json:"withheld"`
+	Delivered    float64       `json:"delivered"`
+	PlannedRate  float64       `json:"planned_rate"`
+	AchievedRate float64       `json:"achieved_rate"`
+	Status       map[int]int   `json:"status"`
+	LagP99       time.Duration `json:"lag_p99_ns"`
+	Probe        *ProbeRecord  `json:"probe,omitempty"`
+}
+
+// ProbeRecord is a Retry-After probe's result.
+type ProbeRecord struct {
+	Rejected bool          `json:"rejected"`
+	Admitted bool          `json:"admitted"`
+	Wait     time.Duration `json:"wait_ns"`
+}
+
+// RedisInfo describes a run's Redis.
+type RedisInfo struct {
+	Provider string `json:"provider"`
+	Addr     string `json:"addr"`
+	Version  string `json:"version"`
+}
+
+// LatencyRecord is one route's latency from the actual and from the
+// intended send time.
+type LatencyRecord struct {
+	FromSent     *hdrhistogram.Snapshot `json:"from_sent"`
+	FromIntended *hdrhistogram.Snapshot `json:"from_intended"`
+}
+
+// FaultWindow is a fault injected during a run: what, on which target, and
+// when, in ns since the scenario's start (ToNs 0: never healed).
+type FaultWindow struct {
+	Kind   string `json:"kind"`
+	Target string `json:"target"`
+	FromNs int64  `json:"from_ns"`
+	ToNs   int64  `json:"to_ns"`
+}
+
+// Write encodes r as indented JSON.
+func (r *RunRecord) Write(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("write run record: %w", err)
+	}
+	return nil
+}
+
+// Read decodes run.json and checks its schema.
+func Read(rd io.Reader) (*RunRecord, error) {
+	var r RunRecord
+	if err := json.NewDecoder(rd).Decode(&r); err != nil {
+		return nil, fmt.Errorf("read run record: %w", err)
+	}
+	if r.Schema != Schema {
+		return nil, fmt.Errorf("read run record: schema %q is not %q", r.Schema, Schema)
+	}
+	return &r, nil
+}
