@@ -1,0 +1,238 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Kind names a fault the scheduler can inject.
+type Kind string
+
+// Fault kinds. The Redis ones act on the server (kill, pause) or on the
+// link to it through the Proxy (latency, blackhole, reset, disconnect).
+const (
+	// RedisKill sends SIGKILL to Redis and, after the fault's Duration,
+	// starts it again, empty, on the same port.
+	RedisKill Kind = "redis_kill"
+	// RedisPause stops Redis with SIGSTOP for Duration, as a long fork or a
+	// stalled host does: connections stay open, nothing answers.
+	RedisPause Kind = "redis_pause"
+	// RedisLatency delays every reply from Redis by Latency for Duration.
+	RedisLatency Kind = "redis_latency"
+	// RedisBlackhole carries nothing between the instances and Redis for
+	// Duration: requests hang until their client gives up.
+	RedisBlackhole Kind = "redis_blackhole"
+	// RedisReset answers with TCP resets for Duration.
+	RedisReset Kind = "redis_reset"
+	// RedisDisconnect refuses every connection to Redis for Duration.
+	RedisDisconnect Kind = "redis_disconnect"
+	// InstanceKill kills the instance named Target and restarts it after
+	// Duration; the other instances keep the shared budget.
+	InstanceKill Kind = "instance_kill"
+)
+
+// Kinds lists every kind.
+var Kinds = []Kind{RedisKill, RedisPause, RedisLatency, RedisBlackhole, RedisReset, RedisDisconnect, InstanceKill}
+
+// NeedsProxy reports whether k acts on the link to Redis, so that the
+// instances must reach Redis through a Proxy.
+func (k Kind) NeedsProxy() bool {
+	return k == RedisLatency || k == RedisBlackhole || k == RedisReset || k == RedisDisconnect
+}
+
+// Fault is one scheduled fault: Kind is injected At after the traffic
+// starts and healed Duration after it took effect.
+type Fault struct {
+	Kind     Kind
+	At       time.Duration
+	Duration time.Duration
+	// Target names the instance of an InstanceKill.
+	Target string
+	// Latency is the delay of a RedisLatency.
+	Latency time.Duration
+}
+
+// Window is a fault as it happened: when it was injected and healed, in ns
+// since the schedule's start. ToNs is 0 when it was never healed (the run
+// ended first); Err holds what went wrong injecting or healing it.
+type Window struct {
+	Fault
+	FromNs, ToNs int64
+	Err          string
+}
+
+// Redis is the server faults act on; provider values implement it.
+type Redis interface {
+	Kill() error
+	Restart(ctx context.Context) error
+	Pause() error
+	Resume() error
+}
+
+// Instance is a sample API process faults act on.
+type Instance interface {
+	Kill() error
+	Restart(ctx context.Context) error
+}
+
+// Env holds what faults act on; a field may be nil when no fault needs it.
+type Env struct {
+	Redis     Redis
+	Proxy     *Proxy
+	Instances map[string]Instance
+}
+
+// ErrNotAvailable is returned by Validate when a fault needs something the
+// Env lacks.
+var ErrNotAvailable = errors.New("fault target not available")
+
+// Validate checks that env can carry out every fault.
+func Validate(faults []Fault, env Env) error {
+	for i, f := range faults {
+		switch {
+		case !slices.Contains(Kinds, f.Kind):
+			return fmt.Errorf("fault %d: unknown kind %q", i+1, f.Kind)
+		case f.Kind.NeedsProxy() && env.Proxy == nil:
+			return fmt.Errorf("fault %d (%s): %w: no proxy in front of Redis", i+1, f.Kind, ErrNotAvailable)
+		case (f.Kind == RedisKill || f.Kind == RedisPause) && env.Redis == nil:
+			return fmt.Errorf("fault %d (%s): %w: this Redis provider cannot be killed or paused", i+1, f.Kind, ErrNotAvailable)
+		case f.Kind == InstanceKill && env.Instances[f.Target] == nil:
+			return fmt.Errorf("fault %d (%s): %w: no instance named %q", i+1, f.Kind, ErrNotAvailable, f.Target)
+		}
+	}
+	return nil
+}
+
+// Schedule runs faults against env from start until every fault is healed
+// or ctx ends. Wait returns the windows once every fault is healed; Stop
+// heals what is still active and returns at once.
+type Schedule struct {
+	start   time.Time
+	env     Env
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	windows []Window
+}
+
+// Start arms faults, relative to start. It does not block.
+func Start(ctx context.Context, start time.Time, faults []Fault, env Env) *Schedule {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &Schedule{start: start, env: env, cancel: cancel, windows: make([]Window, len(faults))}
+	for i, f := range faults {
+		s.windows[i].Fault = f
+		s.wg.Add(1)
+		go s.run(ctx, i, f)
+	}
+	return s
+}
+
+func (s *Schedule) run(ctx context.Context, i int, f Fault) {
+	defer s.wg.Done()
+	if !sleepUntil(ctx, s.start.Add(f.At)) {
+		return
+	}
+	injectErr := s.inject(ctx, f)
+	injected := time.Now()
+	s.record(i, func(w *Window) {
+		w.FromNs = injected.Sub(s.start).Nanoseconds()
+		if injectErr != nil {
+			w.Err = injectErr.Error()
+		}
+	})
+	if injectErr != nil {
+		return
+	}
+	sleepUntil(ctx, injected.Add(f.Duration))
+	// Heal even when ctx ended: nothing may be left broken.
+	healCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	healErr := s.heal(healCtx, f)
+	s.record(i, func(w *Window) {
+		w.ToNs = time.Since(s.start).Nanoseconds()
+		if healErr != nil {
+			w.Err = healErr.Error()
+		}
+	})
+}
+
+func (s *Schedule) record(i int, f func(*Window)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(&s.windows[i])
+}
+
+func (s *Schedule) inject(ctx context.Context, f Fault) error {
+	switch f.Kind {
+	case RedisKill:
+		return s.env.Redis.Kill()
+	case RedisPause:
+		return s.env.Redis.Pause()
+	case RedisLatency:
+		return s.env.Proxy.AddLatency(f.Latency, 0)
+	case RedisBlackhole:
+		return s.env.Proxy.Blackhole()
+	case RedisReset:
+		return s.env.Proxy.ResetConnections()
+	case RedisDisconnect:
+		s.env.Proxy.Disconnect()
+		return nil
+	case InstanceKill:
+		return s.env.Instances[f.Target].Kill()
+	}
+	return fmt.Errorf("unknown fault kind %q", f.Kind)
+}
+
+func (s *Schedule) heal(ctx context.Context, f Fault) error {
+	switch f.Kind {
+	case RedisKill:
+		return s.env.Redis.Restart(ctx)
+	case RedisPause:
+		return s.env.Redis.Resume()
+	case RedisLatency, RedisBlackhole, RedisReset:
+		s.env.Proxy.Clear()
+		return nil
+	case RedisDisconnect:
+		return s.env.Proxy.Reconnect()
+	case InstanceKill:
+		return s.env.Instances[f.Target].Restart(ctx)
+	}
+	return nil
+}
+
+// Wait blocks until every fault has been injected and healed, then
+// returns the windows.
+func (s *Schedule) Wait() []Window {
+	s.wg.Wait()
+	return s.Windows()
+}
+
+// Stop cancels the faults not yet injected, heals those active, waits for
+// that, and returns the windows.
+func (s *Schedule) Stop() []Window {
+	s.cancel()
+	return s.Wait()
+}
+
+// Windows returns the windows so far.
+func (s *Schedule) Windows() []Window {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.windows)
+}
+
+// sleepUntil waits until t or ctx's end and reports whether t came.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

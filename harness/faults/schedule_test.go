@@ -1,0 +1,113 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeTarget records the calls made on it.
+type fakeTarget struct {
+	mu    sync.Mutex
+	calls []string
+	fail  string // a call that fails
+}
+
+func (f *fakeTarget) call(name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, name)
+	if name == f.fail {
+		return errors.New(name + " failed")
+	}
+	return nil
+}
+
+func (f *fakeTarget) Kill() error                   { return f.call("kill") }
+func (f *fakeTarget) Restart(context.Context) error { return f.call("restart") }
+func (f *fakeTarget) Pause() error                  { return f.call("pause") }
+func (f *fakeTarget) Resume() error                 { return f.call("resume") }
+func (f *fakeTarget) Calls() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return strings.Join(f.calls, ",")
+}
+
+func TestScheduleInjectsAndHeals(t *testing.T) {
+	redis, inst := &fakeTarget{}, &fakeTarget{}
+	p := startProxy(t)
+	env := Env{Redis: redis, Proxy: p, Instances: map[string]Instance{"instance-2": inst}}
+	faults := []Fault{
+		{Kind: RedisKill, At: 0, Duration: 20 * time.Millisecond},
+		{Kind: RedisPause, At: 40 * time.Millisecond, Duration: 10 * time.Millisecond},
+		{Kind: InstanceKill, Target: "instance-2", At: 5 * time.Millisecond, Duration: 5 * time.Millisecond},
+		{Kind: RedisLatency, Latency: 50 * time.Millisecond, At: 0, Duration: 10 * time.Millisecond},
+	}
+	if err := Validate(faults, env); err != nil {
+		t.Fatal(err)
+	}
+	ws := Start(context.Background(), time.Now(), faults, env).Wait()
+	if got, want := redis.Calls(), "kill,restart,pause,resume"; got != want {
+		t.Fatalf("redis calls %q, want %q", got, want)
+	}
+	if got, want := inst.Calls(), "kill,restart"; got != want {
+		t.Fatalf("instance calls %q, want %q", got, want)
+	}
+	for i, w := range ws {
+		if w.Err != "" || w.ToNs == 0 || w.ToNs-w.FromNs < w.Duration.Nanoseconds() || w.FromNs < w.At.Nanoseconds() {
+			t.Fatalf("window %d = %+v: want injected after At and healed at least Duration later", i, w)
+		}
+	}
+	if _, err := roundTrip(p.Addr(), 5*time.Second); err != nil {
+		t.Fatalf("the latency fault was not cleared: %v", err)
+	}
+}
+
+func TestScheduleStopHealsActiveFaults(t *testing.T) {
+	redis := &fakeTarget{}
+	s := Start(context.Background(), time.Now(), []Fault{
+		{Kind: RedisPause, At: 0, Duration: time.Hour},
+		{Kind: RedisKill, At: time.Hour, Duration: time.Second},
+	}, Env{Redis: redis})
+	deadline := time.Now().Add(5 * time.Second)
+	for redis.Calls() != "pause" && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	ws := s.Stop()
+	if got, want := redis.Calls(), "pause,resume"; got != want {
+		t.Fatalf("calls %q, want %q: Stop must heal the pause and skip the kill never injected", got, want)
+	}
+	if ws[0].ToNs == 0 || ws[1].FromNs != 0 {
+		t.Fatalf("windows %+v", ws)
+	}
+}
+
+func TestScheduleRecordsFailures(t *testing.T) {
+	redis := &fakeTarget{fail: "restart"}
+	ws := Start(context.Background(), time.Now(), []Fault{{Kind: RedisKill, Duration: time.Millisecond}}, Env{Redis: redis}).Wait()
+	if !strings.Contains(ws[0].Err, "restart failed") {
+		t.Fatalf("window %+v: want the failed restart recorded", ws[0])
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		fault Fault
+		env   Env
+		want  string
+	}{
+		{Fault{Kind: "redis_explode"}, Env{}, "unknown kind"},
+		{Fault{Kind: RedisLatency}, Env{}, "no proxy"},
+		{Fault{Kind: RedisKill}, Env{}, "cannot be killed"},
+		{Fault{Kind: InstanceKill, Target: "instance-9"}, Env{Instances: map[string]Instance{}}, `no instance named "instance-9"`},
+	}
+	for _, tc := range tests {
+		err := Validate([]Fault{tc.fault}, tc.env)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate(%v) = %v, want %q", tc.fault.Kind, err, tc.want)
+		}
+	}
+}
