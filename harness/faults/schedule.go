@@ -7,54 +7,12 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/rlbench/rlbench/scenarios"
 )
 
-// Kind names a fault the scheduler can inject.
-type Kind string
-
-// Fault kinds. The Redis ones act on the server (kill, pause) or on the
-// link to it through the Proxy (latency, blackhole, reset, disconnect).
-const (
-	// RedisKill sends SIGKILL to Redis and, after the fault's Duration,
-	// starts it again, empty, on the same port.
-	RedisKill Kind = "redis_kill"
-	// RedisPause stops Redis with SIGSTOP for Duration, as a long fork or a
-	// stalled host does: connections stay open, nothing answers.
-	RedisPause Kind = "redis_pause"
-	// RedisLatency delays every reply from Redis by Latency for Duration.
-	RedisLatency Kind = "redis_latency"
-	// RedisBlackhole carries nothing between the instances and Redis for
-	// Duration: requests hang until their client gives up.
-	RedisBlackhole Kind = "redis_blackhole"
-	// RedisReset answers with TCP resets for Duration.
-	RedisReset Kind = "redis_reset"
-	// RedisDisconnect refuses every connection to Redis for Duration.
-	RedisDisconnect Kind = "redis_disconnect"
-	// InstanceKill kills the instance named Target and restarts it after
-	// Duration; the other instances keep the shared budget.
-	InstanceKill Kind = "instance_kill"
-)
-
-// Kinds lists every kind.
-var Kinds = []Kind{RedisKill, RedisPause, RedisLatency, RedisBlackhole, RedisReset, RedisDisconnect, InstanceKill}
-
-// NeedsProxy reports whether k acts on the link to Redis, so that the
-// instances must reach Redis through a Proxy.
-func (k Kind) NeedsProxy() bool {
-	return k == RedisLatency || k == RedisBlackhole || k == RedisReset || k == RedisDisconnect
-}
-
-// Fault is one scheduled fault: Kind is injected At after the traffic
-// starts and healed Duration after it took effect.
-type Fault struct {
-	Kind     Kind
-	At       time.Duration
-	Duration time.Duration
-	// Target names the instance of an InstanceKill.
-	Target string
-	// Latency is the delay of a RedisLatency.
-	Latency time.Duration
-}
+// Fault is one scheduled fault, as a scenario declares it.
+type Fault = scenarios.Fault
 
 // Window is a fault as it happened: when it was injected and healed, in ns
 // since the schedule's start. ToNs is 0 when it was never healed (the run
@@ -94,13 +52,13 @@ var ErrNotAvailable = errors.New("fault target not available")
 func Validate(faults []Fault, env Env) error {
 	for i, f := range faults {
 		switch {
-		case !slices.Contains(Kinds, f.Kind):
+		case !slices.Contains(scenarios.FaultKinds, f.Kind):
 			return fmt.Errorf("fault %d: unknown kind %q", i+1, f.Kind)
 		case f.Kind.NeedsProxy() && env.Proxy == nil:
 			return fmt.Errorf("fault %d (%s): %w: no proxy in front of Redis", i+1, f.Kind, ErrNotAvailable)
-		case (f.Kind == RedisKill || f.Kind == RedisPause) && env.Redis == nil:
+		case (f.Kind == scenarios.FaultRedisKill || f.Kind == scenarios.FaultRedisPause) && env.Redis == nil:
 			return fmt.Errorf("fault %d (%s): %w: this Redis provider cannot be killed or paused", i+1, f.Kind, ErrNotAvailable)
-		case f.Kind == InstanceKill && env.Instances[f.Target] == nil:
+		case f.Kind == scenarios.FaultInstanceKill && env.Instances[f.Target] == nil:
 			return fmt.Errorf("fault %d (%s): %w: no instance named %q", i+1, f.Kind, ErrNotAvailable, f.Target)
 		}
 	}
@@ -168,20 +126,20 @@ func (s *Schedule) record(i int, f func(*Window)) {
 
 func (s *Schedule) inject(ctx context.Context, f Fault) error {
 	switch f.Kind {
-	case RedisKill:
+	case scenarios.FaultRedisKill:
 		return s.env.Redis.Kill()
-	case RedisPause:
+	case scenarios.FaultRedisPause:
 		return s.env.Redis.Pause()
-	case RedisLatency:
+	case scenarios.FaultRedisLatency:
 		return s.env.Proxy.AddLatency(f.Latency, 0)
-	case RedisBlackhole:
+	case scenarios.FaultRedisBlackhole:
 		return s.env.Proxy.Blackhole()
-	case RedisReset:
+	case scenarios.FaultRedisReset:
 		return s.env.Proxy.ResetConnections()
-	case RedisDisconnect:
+	case scenarios.FaultRedisDisconnect:
 		s.env.Proxy.Disconnect()
 		return nil
-	case InstanceKill:
+	case scenarios.FaultInstanceKill:
 		return s.env.Instances[f.Target].Kill()
 	}
 	return fmt.Errorf("unknown fault kind %q", f.Kind)
@@ -189,16 +147,16 @@ func (s *Schedule) inject(ctx context.Context, f Fault) error {
 
 func (s *Schedule) heal(ctx context.Context, f Fault) error {
 	switch f.Kind {
-	case RedisKill:
+	case scenarios.FaultRedisKill:
 		return s.env.Redis.Restart(ctx)
-	case RedisPause:
+	case scenarios.FaultRedisPause:
 		return s.env.Redis.Resume()
-	case RedisLatency, RedisBlackhole, RedisReset:
+	case scenarios.FaultRedisLatency, scenarios.FaultRedisBlackhole, scenarios.FaultRedisReset:
 		s.env.Proxy.Clear()
 		return nil
-	case RedisDisconnect:
+	case scenarios.FaultRedisDisconnect:
 		return s.env.Proxy.Reconnect()
-	case InstanceKill:
+	case scenarios.FaultInstanceKill:
 		return s.env.Instances[f.Target].Restart(ctx)
 	}
 	return nil

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rlbench/rlbench/scenarios"
 )
 
 // fakeTarget records the calls made on it.
@@ -41,10 +43,10 @@ func TestScheduleInjectsAndHeals(t *testing.T) {
 	p := startProxy(t)
 	env := Env{Redis: redis, Proxy: p, Instances: map[string]Instance{"instance-2": inst}}
 	faults := []Fault{
-		{Kind: RedisKill, At: 0, Duration: 20 * time.Millisecond},
-		{Kind: RedisPause, At: 40 * time.Millisecond, Duration: 10 * time.Millisecond},
-		{Kind: InstanceKill, Target: "instance-2", At: 5 * time.Millisecond, Duration: 5 * time.Millisecond},
-		{Kind: RedisLatency, Latency: 50 * time.Millisecond, At: 0, Duration: 10 * time.Millisecond},
+		{Kind: scenarios.FaultRedisKill, At: 0, Duration: 20 * time.Millisecond},
+		{Kind: scenarios.FaultRedisPause, At: 40 * time.Millisecond, Duration: 10 * time.Millisecond},
+		{Kind: scenarios.FaultInstanceKill, Target: "instance-2", At: 5 * time.Millisecond, Duration: 5 * time.Millisecond},
+		{Kind: scenarios.FaultRedisLatency, Latency: 50 * time.Millisecond, At: 0, Duration: 10 * time.Millisecond},
 	}
 	if err := Validate(faults, env); err != nil {
 		t.Fatal(err)
@@ -69,8 +71,8 @@ func TestScheduleInjectsAndHeals(t *testing.T) {
 func TestScheduleStopHealsActiveFaults(t *testing.T) {
 	redis := &fakeTarget{}
 	s := Start(context.Background(), time.Now(), []Fault{
-		{Kind: RedisPause, At: 0, Duration: time.Hour},
-		{Kind: RedisKill, At: time.Hour, Duration: time.Second},
+		{Kind: scenarios.FaultRedisPause, At: 0, Duration: time.Hour},
+		{Kind: scenarios.FaultRedisKill, At: time.Hour, Duration: time.Second},
 	}, Env{Redis: redis})
 	deadline := time.Now().Add(5 * time.Second)
 	for redis.Calls() != "pause" && time.Now().Before(deadline) {
@@ -87,7 +89,7 @@ func TestScheduleStopHealsActiveFaults(t *testing.T) {
 
 func TestScheduleRecordsFailures(t *testing.T) {
 	redis := &fakeTarget{fail: "restart"}
-	ws := Start(context.Background(), time.Now(), []Fault{{Kind: RedisKill, Duration: time.Millisecond}}, Env{Redis: redis}).Wait()
+	ws := Start(context.Background(), time.Now(), []Fault{{Kind: scenarios.FaultRedisKill, Duration: time.Millisecond}}, Env{Redis: redis}).Wait()
 	if !strings.Contains(ws[0].Err, "restart failed") {
 		t.Fatalf("window %+v: want the failed restart recorded", ws[0])
 	}
@@ -100,9 +102,9 @@ func TestValidate(t *testing.T) {
 		want  string
 	}{
 		{Fault{Kind: "redis_explode"}, Env{}, "unknown kind"},
-		{Fault{Kind: RedisLatency}, Env{}, "no proxy"},
-		{Fault{Kind: RedisKill}, Env{}, "cannot be killed"},
-		{Fault{Kind: InstanceKill, Target: "instance-9"}, Env{Instances: map[string]Instance{}}, `no instance named "instance-9"`},
+		{Fault{Kind: scenarios.FaultRedisLatency}, Env{}, "no proxy"},
+		{Fault{Kind: scenarios.FaultRedisKill}, Env{}, "cannot be killed"},
+		{Fault{Kind: scenarios.FaultInstanceKill, Target: "instance-9"}, Env{Instances: map[string]Instance{}}, `no instance named "instance-9"`},
 	}
 	for _, tc := range tests {
 		err := Validate([]Fault{tc.fault}, tc.env)

@@ -1,0 +1,88 @@
+// Package scenarios parses, validates and embeds rlbench's scenario files.
+//
+// A scenario is a YAML file that names what it proves, the Redis to run on,
+// the target (sample API instances started by rlbench, or external URLs with
+// the policy they claim), the identities that send traffic, the traffic
+// phases and the checks with their bounds. Parsing is strict: an unknown or
+// misspelled key is an error that names the file, the line and the nearest
+// valid key, and every error about user input is a *ScenarioError.
+//
+// The shipped scenarios are embedded in the binary: Lookup("quickstart")
+// works from any directory, List describes them all, and Load accepts a file,
+// a directory or a shipped name.
+//
+// # File format
+//
+// Durations are Go durations (250ms, 5s, 1m30s). Rates are N/PERIOD
+// ("120/1s", "600/1m", "5/100ms"; "50/s" means 50/1s). Policies are in
+// limiter.ParseLimit syntax ("gcra:10/1s,burst=10", "fixed_window:100/1m",
+// "fixed_window:10000/30d,name=month").
+//
+//	name: quickstart            # required; lowercase letters, digits, - and _
+//	description: >-             # required; what the scenario proves
+//	  Three instances share one budget per key ...
+//	seed: 1                     # seeds identity, route and instance choices; default 1
+//	redis:
+//	  provider: auto            # auto | process | docker | embedded | external | none
+//	  url: redis://host:6379/0  # only with external; never flushed
+//	target:                     # instances or external, not both
+//	  instances: 3              # sample API processes rlbench starts (1 to 16)
+//	  external: [http://127.0.0.1:8080]  # or: an API rlbench does not start
+//	  spread: round_robin       # round_robin | random (seeded), over instances
+//	  store: redis              # redis | memory (instances only)
+//	  failure_mode: open        # open | closed | fallback (instances only)
+//	  store_timeout: 50ms       # instances only
+//	  clock_skew:               # instances only: offset an instance's clock
+//	    - {instance: instance-2, offset: 1h}
+//	  routes:
+//	    - path: /api/items
+//	      method: GET           # default GET
+//	      cost: 1               # units per request; default 1
+//	      policies: ["gcra:10/1s,burst=10"]   # applied together, per identity
+//	    - path: /api/items-baseline           # no policies: a baseline route,
+//	                                          # the limiter bypassed
+//	identities:
+//	  count: 8                  # default 1
+//	  distribution: uniform     # uniform | hot (with share) | zipf (with s)
+//	  share: 0.8                # hot only: identity 0's fraction of requests
+//	  s: 1.1                    # zipf only: the exponent, above 1
+//	  carry: api_key            # api_key (X-API-Key) | client_ip (X-Forwarded-For)
+//	  header: X-API-Key         # overrides the header
+//	traffic:                    # phases, run in order
+//	  - kind: constant          # open model: sends follow the schedule
+//	    name: steady            # default phase-N
+//	    rate: 120/1s
+//	    duration: 8s
+//	    routes:                 # default: every limited route, weight 1
+//	      - {path: /api/items, weight: 3}
+//	    honor_retry_after: true # clients wait out Retry-After (constant, ramp)
+//	  - {kind: ramp, from: 10/1s, to: 100/1s, duration: 5s}
+//	  - {kind: burst, requests: 100, spread: 5ms}
+//	  - {kind: edge_burst, requests: 10, offset: 100ms, spread: 5ms, window: 1s}
+//	  - {kind: idle, duration: 2s}
+//	  - {kind: retry_after_probe, requests: 30}
+//	checks:
+//	  budget: {max_excess: 0}              # units above the policy's bound, per key
+//	  false_rejections: {max_rate: 0.01}   # fraction of requests
+//	  headers: true                        # Retry-After and RateLimit honesty
+//	  overhead: {route: /api/items, baseline: /api/items-baseline, p50: 2ms, p99: 10ms, p999: 25ms}
+//	  max_latency: 1s
+//	  load_delivered: 0.98                 # default 0.98
+//	  faults: {slack: 250ms, recovery: 2s} # drills: latency bound is store_timeout
+//	                                       # + slack; budget holds again within
+//	                                       # recovery of a fault's end
+//	faults:                     # drills: injected while the traffic runs
+//	  - {kind: redis_kill, at: 3s, duration: 2s}      # SIGKILL, restart empty
+//	  - {kind: redis_pause, at: 3s, duration: 1s}     # SIGSTOP / SIGCONT
+//	  - {kind: redis_latency, latency: 200ms, at: 3s, duration: 2s}
+//	  - {kind: redis_blackhole, at: 3s, duration: 2s} # also redis_reset, redis_disconnect
+//	  - {kind: instance_kill, target: instance-2, at: 2s, duration: 2s}
+//
+// The budget check always runs. An edge_burst sends its requests twice:
+// offset before and offset after the next edge of an aligned window (on the
+// limiter's clock) of length window, which defaults to the period of the
+// first window policy of its routes; offset defaults to 1s, or a quarter of
+// the window when that is shorter. A retry_after_probe uses identity
+// number count (one no other phase uses), sends until it is rejected, waits
+// exactly the Retry-After it was given and retries once.
+package scenarios

@@ -1,0 +1,438 @@
+package scenarios
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/rlbench/rlbench/limiter"
+)
+
+// Scenario is one parsed and validated scenario file. Durations are Go
+// durations; rates are requests per second. A Scenario is a plain value:
+// safe to read from several goroutines, not to modify while others read.
+type Scenario struct {
+	// Name identifies the scenario in reports and on the command line.
+	Name string
+	// Description says what the scenario proves, in a sentence or two.
+	Description string
+	// Seed seeds every random choice (identity, route, instance), so a run
+	// is reproducible up to the timing of the network.
+	Seed int64
+	// Source is the file the scenario came from: a path, or
+	// "embedded:NAME.yaml" for a shipped scenario.
+	Source string
+
+	Redis      Redis
+	Target     Target
+	Identities Identities
+	Phases     []Phase
+	Checks     Checks
+	// Faults are injected while the traffic runs (the failover drills).
+	Faults []Fault
+}
+
+// FaultKind names a fault a drill injects.
+type FaultKind string
+
+// Fault kinds. The Redis ones act on the server (kill, pause) or on the
+// instances' link to it through a TCP proxy (latency, blackhole, reset,
+// disconnect).
+const (
+	// FaultRedisKill kills Redis (SIGKILL) and starts it again, empty, on
+	// the same port after Duration.
+	FaultRedisKill FaultKind = "redis_kill"
+	// FaultRedisPause stops Redis (SIGSTOP) for Duration, as a long fork
+	// or a stalled host does: connections stay open, nothing answers.
+	FaultRedisPause FaultKind = "redis_pause"
+	// FaultRedisLatency delays every reply from Redis by Latency.
+	FaultRedisLatency FaultKind = "redis_latency"
+	// FaultRedisBlackhole carries nothing between the instances and Redis.
+	FaultRedisBlackhole FaultKind = "redis_blackhole"
+	// FaultRedisReset answers the instances' Redis traffic with TCP resets.
+	FaultRedisReset FaultKind = "redis_reset"
+	// FaultRedisDisconnect refuses every connection to Redis.
+	FaultRedisDisconnect FaultKind = "redis_disconnect"
+	// FaultInstanceKill kills the instance named Target (SIGKILL) and
+	// restarts it after Duration.
+	FaultInstanceKill FaultKind = "instance_kill"
+)
+
+// FaultKinds lists every fault kind.
+var FaultKinds = []FaultKind{FaultRedisKill, FaultRedisPause, FaultRedisLatency, FaultRedisBlackhole, FaultRedisReset, FaultRedisDisconnect, FaultInstanceKill}
+
+// NeedsProxy reports whether k acts on the link to Redis, so that the
+// instances must reach Redis through rlbench's proxy.
+func (k FaultKind) NeedsProxy() bool {
+	return k == FaultRedisLatency || k == FaultRedisBlackhole || k == FaultRedisReset || k == FaultRedisDisconnect
+}
+
+// Fault is one fault of a drill: injected At after the traffic starts and
+// healed Duration after it took effect.
+type Fault struct {
+	Kind     FaultKind
+	At       time.Duration
+	Duration time.Duration
+	// Target names the instance of a FaultInstanceKill ("instance-2").
+	Target string
+	// Latency is the delay of a FaultRedisLatency.
+	Latency time.Duration
+}
+
+// InstanceName is the name of sample API instance i (from 0), as faults,
+// clock skews and histories name it.
+func InstanceName(i int) string { return "instance-" + strconv.Itoa(i+1) }
+
+// Provider names where the Redis a scenario runs on comes from.
+type Provider string
+
+const (
+	// ProviderAuto uses ProviderProcess when redis-server is on the PATH,
+	// else ProviderDocker when a Docker engine answers, else
+	// ProviderEmbedded with a warning. It is the default.
+	ProviderAuto Provider = "auto"
+	// ProviderProcess runs redis-server from the PATH on a free loopback port.
+	ProviderProcess Provider = "process"
+	// ProviderDocker runs the official redis image through a Docker engine.
+	ProviderDocker Provider = "docker"
+	// ProviderEmbedded serves an in-process miniredis on a loopback port.
+	ProviderEmbedded Provider = "embedded"
+	// ProviderExternal uses a Redis the user runs, given by Redis.URL. It is
+	// never flushed.
+	ProviderExternal Provider = "external"
+	// ProviderNone means the scenario needs no Redis: an in-memory store or
+	// an external target.
+	ProviderNone Provider = "none"
+)
+
+var providers = []Provider{ProviderAuto, ProviderProcess, ProviderDocker, ProviderEmbedded, ProviderExternal, ProviderNone}
+
+// Redis says where the scenario's Redis comes from.
+type Redis struct {
+	// Provider is ProviderAuto when the file does not say.
+	Provider Provider
+	// URL is the redis:// URL of an external Redis; set only with
+	// ProviderExternal.
+	URL string
+}
+
+// Spread says how requests are spread over the target's instances.
+type Spread string
+
+const (
+	// RoundRobin sends request i to instance i mod N. It is the default.
+	RoundRobin Spread = "round_robin"
+	// Random picks an instance with the scenario's seeded RNG.
+	Random Spread = "random"
+)
+
+// Store names the limiter store of the sample API instances.
+type Store string
+
+const (
+	// StoreRedis shares the budget through Redis. It is the default.
+	StoreRedis Store = "redis"
+	// StoreMemory keeps a private budget per instance; with more than one
+	// instance it cannot keep a shared promise, which is what a scenario
+	// may set out to show.
+	StoreMemory Store = "memory"
+)
+
+// FailureMode is what the sample API does when its store fails.
+type FailureMode string
+
+const (
+	// FailOpen admits requests while the store is unavailable. It is the
+	// default.
+	FailOpen FailureMode = "open"
+	// FailClosed rejects them with 503 and a Retry-After.
+	FailClosed FailureMode = "closed"
+	// FailFallback decides on a local in-memory limiter holding the
+	// instance's share of the budget.
+	FailFallback FailureMode = "fallback"
+)
+
+// DefaultStoreTimeout is the store timeout of the sample API instances when
+// the scenario gives none.
+const DefaultStoreTimeout = 50 * time.Millisecond
+
+// Target is what the traffic is fired at: Instances sample API processes
+// started by rlbench, or the External URLs. Exactly one of the two is set.
+type Target struct {
+	// Instances is the number of sample API processes to start; 0 with
+	// External.
+	Instances int
+	// External holds base URLs ("http://127.0.0.1:8080") of an API rlbench
+	// does not start; Routes then give the policies it claims to enforce.
+	External []string
+	// Spread is RoundRobin when the file does not say.
+	Spread Spread
+	// Store, FailureMode and StoreTimeout configure the sample API
+	// instances; they are empty for an external target.
+	Store        Store
+	FailureMode  FailureMode
+	StoreTimeout time.Duration
+	// ClockSkew offsets the clock of named instances ("instance-2": one
+	// hour ahead); a limiter that decides on Redis TIME must ignore it.
+	ClockSkew map[string]time.Duration
+	// Routes are the target's routes with their cost and policies.
+	Routes []Route
+}
+
+// Algorithms returns the algorithms the target's policies use, each once,
+// in the order limiter.Algorithms lists them.
+func (t Target) Algorithms() []limiter.Algorithm {
+	used := map[limiter.Algorithm]bool{}
+	for _, r := range t.Routes {
+		for _, l := range r.Policies {
+			used[l.Algorithm] = true
+		}
+	}
+	var out []limiter.Algorithm
+	for _, a := range limiter.Algorithms {
+		if used[a] {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// NumInstances is the number of base URLs the traffic is spread over.
+func (t Target) NumInstances() int {
+	if len(t.External) > 0 {
+		return len(t.External)
+	}
+	return t.Instances
+}
+
+// Route is one route of the target and the limits that guard it.
+type Route struct {
+	// Path is the request path, such as "/api/items".
+	Path string
+	// Method is the HTTP method; GET when the file does not say.
+	Method string
+	// Cost is the number of units one request charges; 1 when the file
+	// does not say.
+	Cost int64
+	// Policies are the limits applied together to every request, each
+	// keyed by identity. None means the route is a baseline: the same
+	// handler with the limiter bypassed, for the overhead check.
+	Policies []limiter.Limit
+	// Specs are the policies as the file writes them, in
+	// limiter.ParseLimit syntax ("gcra:10/1s,burst=10"), one per Policies
+	// entry: the form the sample API's configuration and the history's
+	// header take.
+	Specs []string
+}
+
+// Baseline reports whether the route bypasses the limiter.
+func (r Route) Baseline() bool { return len(r.Policies) == 0 }
+
+// Distribution says how requests are spread over identities.
+type Distribution string
+
+const (
+	// Uniform gives every identity the same share. It is the default.
+	Uniform Distribution = "uniform"
+	// Hot gives identity 0 the fraction Identities.Share of the requests
+	// and spreads the rest uniformly over the others.
+	Hot Distribution = "hot"
+	// Zipf gives identity k a share proportional to 1/(k+1)^s, with
+	// s = Identities.S > 1.
+	Zipf Distribution = "zipf"
+)
+
+// Carry says how a request names its identity.
+type Carry string
+
+const (
+	// APIKey carries the identity in a header, X-API-Key by default. It is
+	// the default.
+	APIKey Carry = "api_key"
+	// ClientIP carries the identity as a client IP address in a header,
+	// X-Forwarded-For by default.
+	ClientIP Carry = "client_ip"
+)
+
+// Default identity headers.
+const (
+	DefaultAPIKeyHeader   = "X-API-Key"
+	DefaultClientIPHeader = "X-Forwarded-For"
+)
+
+// Identities describes the clients that send the traffic.
+type Identities struct {
+	// Count is the number of distinct identities; 1 when the file does not
+	// say.
+	Count int
+	// Distribution is Uniform when the file does not say.
+	Distribution Distribution
+	// Share is the hot identity's fraction of requests, in (0, 1); set only
+	// with Hot.
+	Share float64
+	// S is the Zipf exponent, above 1; set only with Zipf.
+	S float64
+	// Carry is APIKey when the file does not say.
+	Carry Carry
+	// Header is the request header that carries the identity.
+	Header string
+}
+
+// Key returns the identity string of identity i, 0 ≤ i < Count: an API key
+// such as "key-0007" or, with ClientIP, an address in 10.0.0.0/8 such as
+// "10.0.0.7". Distinct indexes give distinct identities.
+func (id Identities) Key(i int) string {
+	if id.Carry == ClientIP {
+		return "10." + strconv.Itoa(i>>16&0xff) + "." + strconv.Itoa(i>>8&0xff) + "." + strconv.Itoa(i&0xff)
+	}
+	s := strconv.Itoa(i)
+	for len(s) < 4 {
+		s = "0" + s
+	}
+	return "key-" + s
+}
+
+// PhaseKind names a traffic phase's shape.
+type PhaseKind string
+
+const (
+	// Constant sends Rate requests per second for Duration, on an open
+	// model: sends follow the schedule whatever the responses do.
+	Constant PhaseKind = "constant"
+	// Ramp moves the rate linearly from From to To over Duration.
+	Ramp PhaseKind = "ramp"
+	// Burst releases Requests requests together, spread evenly within
+	// Spread.
+	Burst PhaseKind = "burst"
+	// EdgeBurst releases Requests requests (each within Spread) at Offset
+	// before and again at Offset after the next edge of an aligned window
+	// of length Window on the limiter's clock: the boundary a fixed window
+	// lets through twice.
+	EdgeBurst PhaseKind = "edge_burst"
+	// Idle sends nothing for Duration, so that budgets refill.
+	Idle PhaseKind = "idle"
+	// RetryAfterProbe sends up to Requests requests for one identity until
+	// one is rejected, waits exactly its Retry-After and retries once; the
+	// retry must be admitted.
+	RetryAfterProbe PhaseKind = "retry_after_probe"
+)
+
+var phaseKinds = []PhaseKind{Constant, Ramp, Burst, EdgeBurst, Idle, RetryAfterProbe}
+
+// Phase is one traffic phase. Which fields are set depends on Kind; the
+// others are zero.
+type Phase struct {
+	Kind PhaseKind
+	// Name labels the phase in reports; "phase-N" (from 1) when the file
+	// does not say.
+	Name string
+	// Rate is the request rate of a Constant phase, per second.
+	Rate float64
+	// From and To are the rates at the start and end of a Ramp, per second.
+	From, To float64
+	// Duration is the length of a Constant, Ramp or Idle phase.
+	Duration time.Duration
+	// Requests is the number of requests of a Burst, of each side of an
+	// EdgeBurst, or the most a RetryAfterProbe sends before a rejection.
+	Requests int
+	// Spread is the time within which a Burst (or each side of an
+	// EdgeBurst) is released; 0 releases all at once.
+	Spread time.Duration
+	// Offset is how far before and after the window edge an EdgeBurst's two
+	// halves are placed; DefaultEdgeOffset, or a quarter of the window when
+	// that is shorter, when the file does not say.
+	Offset time.Duration
+	// Window is the window length whose edge an EdgeBurst straddles, at
+	// most MaxEdgeWindow; when the file does not say, the period of the
+	// first window policy of the phase's routes.
+	Window time.Duration
+	// Routes are the routes requests go to with their relative weights;
+	// when the file does not say, every limited route with weight 1.
+	Routes []RouteWeight
+	// HonorRetryAfter makes clients of a Constant or Ramp phase honour
+	// Retry-After: an identity told to wait sends nothing until the wait
+	// is over, and the requests it holds back are counted as withheld.
+	HonorRetryAfter bool
+}
+
+// RouteWeight is a route of a phase and its relative share of requests.
+type RouteWeight struct {
+	Path   string
+	Weight float64
+}
+
+// PlannedRequests is the number of requests the phase's schedule holds; a
+// RetryAfterProbe reports its maximum.
+func (p Phase) PlannedRequests() int {
+	switch p.Kind {
+	case Constant:
+		return int(math.Floor(p.Rate*p.Duration.Seconds() + 1e-9))
+	case Ramp:
+		return int(math.Floor((p.From+p.To)/2*p.Duration.Seconds() + 1e-9))
+	case Burst:
+		return p.Requests
+	case EdgeBurst:
+		return 2 * p.Requests
+	case RetryAfterProbe:
+		return p.Requests + 1
+	}
+	return 0
+}
+
+// Checks are the verdicts a run must pass, with their bounds.
+type Checks struct {
+	// MaxExcess is the most units per key the budget check tolerates above
+	// the policy's bound; 0 when the file does not say. The budget check
+	// always runs.
+	MaxExcess int64
+	// FalseRejections, when set, bounds the false-rejection rate.
+	FalseRejections *FalseRejections
+	// Headers turns on the header honesty check (Retry-After and the
+	// RateLimit fields on every response).
+	Headers bool
+	// Overhead, when set, bounds the latency the limiter adds.
+	Overhead *Overhead
+	// MaxLatency, when positive, bounds every request's latency.
+	MaxLatency time.Duration
+	// LoadDelivered is the least fraction of planned requests the generator
+	// must send on schedule for latency figures to count; DefaultLoadDelivered
+	// when the file does not say.
+	LoadDelivered float64
+	// Faults bounds behaviour during and after the scenario's faults; set
+	// whenever the scenario has faults.
+	Faults *FaultChecks
+}
+
+// FaultChecks are the bounds of a drill.
+type FaultChecks struct {
+	// Slack is added to the store timeout to bound every request's latency
+	// during a fault; DefaultFaultSlack when the file does not say.
+	Slack time.Duration
+	// Recovery is how long after a fault is healed the shared budget must
+	// hold again; DefaultRecovery when the file does not say.
+	Recovery time.Duration
+}
+
+// Fault check defaults.
+const (
+	DefaultFaultSlack = 250 * time.Millisecond
+	DefaultRecovery   = 2 * time.Second
+)
+
+// DefaultLoadDelivered is the least fraction of the planned load a run must
+// deliver when the scenario gives no bound.
+const DefaultLoadDelivered = 0.98
+
+// FalseRejections bounds the rate of 429s the ideal limiter would have
+// admitted.
+type FalseRejections struct {
+	// MaxRate is a fraction of all requests, in [0, 1].
+	MaxRate float64
+}
+
+// Overhead bounds the latency the limiter adds to Route over Baseline, the
+// same handler with the limiter bypassed, at three percentiles.
+type Overhead struct {
+	Route, Baseline string
+	P50, P99, P999  time.Duration
+}

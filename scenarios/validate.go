@@ -1,0 +1,644 @@
+package scenarios
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlbench/rlbench/limiter"
+)
+
+// Bounds on what one scenario may ask for, so that a typo cannot start a
+// run that exhausts the machine.
+const (
+	// MaxInstances is the most sample API processes a scenario may start.
+	MaxInstances = 16
+	// MaxBurstRequests is the most requests a Burst or each side of an
+	// EdgeBurst may release together; each needs its own connection.
+	MaxBurstRequests = 5000
+	// MaxPhaseRequests is the most requests one phase may plan.
+	MaxPhaseRequests = 1_000_000
+	// DefaultEdgeOffset is an EdgeBurst's distance from the window edge
+	// when the file gives none (a quarter of the window when that is
+	// shorter): requests at W−1s and W+1s.
+	DefaultEdgeOffset = time.Second
+	// MaxEdgeWindow is the longest window an EdgeBurst may straddle: the
+	// run waits up to one window for the next edge.
+	MaxEdgeWindow = 2 * time.Minute
+	// MaxIdentities is the most identities a scenario may name (the client
+	// addresses 10.0.0.0/8 hold them all).
+	MaxIdentities = 1 << 24
+)
+
+// validator converts a raw scenario, keeping the first error.
+type validator struct {
+	file  string
+	lines map[string]int
+	err   *ScenarioError
+}
+
+// fail records a fault at field (a path as checkKeys records them) unless
+// one was recorded already; the line is the field's, or its nearest
+// recorded parent's.
+func (v *validator) fail(field, format string, args ...any) {
+	if v.err != nil {
+		return
+	}
+	line, ok := 0, false
+	for p := field; ; {
+		if line, ok = v.lines[p]; ok || p == "" {
+			break
+		}
+		if i := strings.LastIndexAny(p, ".["); i >= 0 {
+			p = p[:i]
+		} else {
+			p = ""
+		}
+	}
+	v.err = &ScenarioError{File: v.file, Line: line, Field: field, Err: fmt.Errorf(format, args...)}
+}
+
+func (v *validator) has(field string) bool {
+	_, ok := v.lines[field]
+	return ok
+}
+
+var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+
+func (v *validator) scenario(r *rawScenario) *Scenario {
+	s := &Scenario{Name: r.Name, Description: strings.TrimSpace(r.Description), Seed: 1}
+	switch {
+	case r.Name == "":
+		v.fail("name", "missing; give the scenario a name such as \"quickstart\"")
+	case !namePattern.MatchString(r.Name):
+		v.fail("name", "%q: use lowercase letters, digits, '-' and '_'", r.Name)
+	}
+	if s.Description == "" {
+		v.fail("description", "missing; say what the scenario proves")
+	}
+	if r.Seed != nil {
+		s.Seed = *r.Seed
+	}
+	s.Target = v.target(&r.Target)
+	s.Redis = v.redis(&r.Redis, s.Target)
+	s.Identities = v.identities(&r.Identities)
+	if len(r.Traffic) == 0 {
+		v.fail("traffic", "missing; give at least one phase")
+	}
+	for i := range r.Traffic {
+		s.Phases = append(s.Phases, v.phase(&r.Traffic[i], fmt.Sprintf("traffic[%d]", i), i, s.Target))
+	}
+	s.Checks = v.checks(&r.Checks, s.Target)
+	s.Faults = v.faults(r.Faults, s.Target)
+	if len(s.Faults) > 0 && s.Checks.Faults == nil {
+		s.Checks.Faults = &FaultChecks{Slack: DefaultFaultSlack, Recovery: DefaultRecovery}
+	}
+	return s
+}
+
+// MaxFaultTime bounds a fault's At and Duration.
+const MaxFaultTime = 10 * time.Minute
+
+func (v *validator) faults(raw []rawFault, t Target) []Fault {
+	var out []Fault
+	for i, r := range raw {
+		field := fmt.Sprintf("faults[%d]", i)
+		f := Fault{Kind: FaultKind(r.Kind), Target: r.Target}
+		if !slices.Contains(FaultKinds, f.Kind) {
+			v.fail(field+".kind", "unknown %q; use %s", r.Kind, joinStrings(FaultKinds))
+			continue
+		}
+		if len(t.External) > 0 {
+			v.fail(field, "faults act on the Redis and instances rlbench starts; an external target has none")
+			continue
+		}
+		if f.Kind != FaultInstanceKill && t.Store != StoreRedis {
+			v.fail(field+".kind", "%s needs the instances to use Redis (target.store: redis)", f.Kind)
+		}
+		if r.At == "" {
+			v.fail(field+".at", "missing; give the time after the traffic starts, such as 2s")
+		} else {
+			f.At = v.duration(field+".at", r.At, false)
+		}
+		if r.Duration == "" {
+			v.fail(field+".duration", "missing; give how long the fault lasts, such as 2s")
+		} else {
+			f.Duration = v.duration(field+".duration", r.Duration, true)
+		}
+		if f.At > MaxFaultTime || f.Duration > MaxFaultTime {
+			v.fail(field, "at and duration must each be at most %v", MaxFaultTime)
+		}
+		switch {
+		case f.Kind == FaultInstanceKill && r.Target == "":
+			v.fail(field+".target", "missing; name the instance to kill, such as instance-2")
+		case f.Kind == FaultInstanceKill && !validInstance(r.Target, t.Instances):
+			v.fail(field+".target", "%q is not one of instance-1 to instance-%d", r.Target, t.Instances)
+		case f.Kind != FaultInstanceKill && r.Target != "":
+			v.fail(field+".target", "only instance_kill takes a target")
+		}
+		switch {
+		case f.Kind == FaultRedisLatency && r.Latency == "":
+			v.fail(field+".latency", "missing; give the delay to add, such as 200ms")
+		case f.Kind == FaultRedisLatency:
+			f.Latency = v.duration(field+".latency", r.Latency, true)
+		case r.Latency != "":
+			v.fail(field+".latency", "only redis_latency takes a latency")
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func validInstance(name string, n int) bool {
+	for i := range n {
+		if name == InstanceName(i) {
+			return true
+		}
+	}
+	return false
+}
+
+func (v *validator) target(r *rawTarget) Target {
+	t := Target{Instances: r.Instances, External: r.External, Spread: RoundRobin}
+	switch {
+	case r.Instances == 0 && len(r.External) == 0:
+		v.fail("target", "give either instances (sample API processes to start) or external (URLs of a running API)")
+	case r.Instances != 0 && len(r.External) != 0:
+		v.fail("target.external", "give either instances or external, not both")
+	case r.Instances < 0 || r.Instances > MaxInstances:
+		v.fail("target.instances", "%d: want 1 to %d", r.Instances, MaxInstances)
+	}
+	for i, u := range r.External {
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			v.fail(fmt.Sprintf("target.external[%d]", i), "%q is not an http(s) URL such as http://127.0.0.1:8080", u)
+		}
+	}
+	if r.Spread != "" {
+		t.Spread = Spread(r.Spread)
+		if t.Spread != RoundRobin && t.Spread != Random {
+			v.fail("target.spread", "unknown %q; use round_robin or random", r.Spread)
+		}
+	}
+	if len(r.External) > 0 {
+		for _, f := range []string{"store", "failure_mode", "store_timeout", "clock_skew"} {
+			if v.has("target." + f) {
+				v.fail("target."+f, "configures the sample API instances rlbench starts; an external target's store is its own")
+			}
+		}
+	} else {
+		t.Store, t.FailureMode, t.StoreTimeout = StoreRedis, FailOpen, DefaultStoreTimeout
+		if r.Store != "" {
+			t.Store = Store(r.Store)
+			if t.Store != StoreRedis && t.Store != StoreMemory {
+				v.fail("target.store", "unknown %q; use redis or memory", r.Store)
+			}
+		}
+		if r.FailureMode != "" {
+			t.FailureMode = FailureMode(r.FailureMode)
+			if t.FailureMode != FailOpen && t.FailureMode != FailClosed && t.FailureMode != FailFallback {
+				v.fail("target.failure_mode", "unknown %q; use open, closed or fallback", r.FailureMode)
+			}
+		}
+		if r.StoreTimeout != "" {
+			t.StoreTimeout = v.duration("target.store_timeout", r.StoreTimeout, true)
+		}
+		for i, sk := range r.ClockSkew {
+			field := fmt.Sprintf("target.clock_skew[%d]", i)
+			if !validInstance(sk.Instance, r.Instances) {
+				v.fail(field+".instance", "%q is not one of instance-1 to instance-%d", sk.Instance, r.Instances)
+				continue
+			}
+			if sk.Offset == "" {
+				v.fail(field+".offset", "missing; give the clock's offset, such as 1h or -30m")
+				continue
+			}
+			if t.ClockSkew == nil {
+				t.ClockSkew = map[string]time.Duration{}
+			}
+			d, err := time.ParseDuration(strings.TrimSpace(sk.Offset))
+			if err != nil {
+				v.fail(field+".offset", "%q is not a duration; use Go syntax such as 1h or -30m", sk.Offset)
+			}
+			t.ClockSkew[sk.Instance] = d
+		}
+	}
+	if len(r.Routes) == 0 {
+		v.fail("target.routes", "missing; give at least one route with its policies")
+	}
+	paths := map[string]bool{}
+	limited := false
+	for i, rr := range r.Routes {
+		field := fmt.Sprintf("target.routes[%d]", i)
+		rt := Route{Path: rr.Path, Method: strings.ToUpper(rr.Method), Cost: 1}
+		switch {
+		case rr.Path == "":
+			v.fail(field+".path", "missing")
+		case !strings.HasPrefix(rr.Path, "/"):
+			v.fail(field+".path", "%q must start with /", rr.Path)
+		case paths[rr.Path]:
+			v.fail(field+".path", "%q is given twice", rr.Path)
+		}
+		paths[rr.Path] = true
+		if rt.Method == "" {
+			rt.Method = "GET"
+		}
+		if !slices.Contains([]string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"}, rt.Method) {
+			v.fail(field+".method", "unknown %q; use GET, HEAD, POST, PUT, PATCH or DELETE", rr.Method)
+		}
+		if rr.Cost != nil {
+			rt.Cost = *rr.Cost
+			if rt.Cost < 1 {
+				v.fail(field+".cost", "%d must be at least 1", rt.Cost)
+			}
+		}
+		for j, p := range rr.Policies {
+			l, err := limiter.ParseLimit(p)
+			if err != nil {
+				v.fail(fmt.Sprintf("%s.policies[%d]", field, j), "%w", err)
+				continue
+			}
+			if rt.Cost > l.Capacity() {
+				v.fail(field+".cost", "%d is above the capacity %d of policy %s; no request could ever be admitted", rt.Cost, l.Capacity(), l)
+			}
+			rt.Policies = append(rt.Policies, l)
+			rt.Specs = append(rt.Specs, strings.TrimSpace(p))
+		}
+		limited = limited || !rt.Baseline()
+		t.Routes = append(t.Routes, rt)
+	}
+	if len(r.Routes) > 0 && !limited {
+		v.fail("target.routes", "no route has a policy; a scenario needs at least one limited route")
+	}
+	return t
+}
+
+func (v *validator) redis(r *rawRedis, t Target) Redis {
+	needs := len(t.External) == 0 && t.Store == StoreRedis
+	out := Redis{Provider: ProviderNone, URL: r.URL}
+	if needs {
+		out.Provider = ProviderAuto
+	}
+	if r.Provider != "" {
+		out.Provider = Provider(r.Provider)
+		if !slices.Contains(providers, out.Provider) {
+			v.fail("redis.provider", "unknown %q; use one of %s", r.Provider, joinStrings(providers))
+		}
+	}
+	switch {
+	case needs && out.Provider == ProviderNone:
+		v.fail("redis.provider", "none, but the instances keep their budget in Redis (store: redis)")
+	case out.Provider == ProviderExternal && r.URL == "":
+		v.fail("redis.url", "missing; the external provider needs a URL such as redis://127.0.0.1:6380/0")
+	case out.Provider != ProviderExternal && r.URL != "":
+		v.fail("redis.url", "only the external provider takes a URL; the others start their own Redis")
+	}
+	if r.URL != "" {
+		if u, err := url.Parse(r.URL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+			v.fail("redis.url", "%q is not a redis:// or rediss:// URL", r.URL)
+		}
+	}
+	return out
+}
+
+var headerPattern = regexp.MustCompile(`^[A-Za-z0-9-]+$`)
+
+func (v *validator) identities(r *rawIdentities) Identities {
+	id := Identities{Count: 1, Distribution: Uniform, Carry: APIKey}
+	if r.Count != nil {
+		id.Count = *r.Count
+		if id.Count < 1 || id.Count > MaxIdentities {
+			v.fail("identities.count", "%d: want 1 to %d", id.Count, MaxIdentities)
+		}
+	}
+	if r.Distribution != "" {
+		id.Distribution = Distribution(r.Distribution)
+	}
+	switch id.Distribution {
+	case Uniform:
+	case Hot:
+		switch {
+		case r.Share == nil:
+			v.fail("identities.share", "missing; a hot distribution needs the hot identity's share, such as 0.8")
+		case *r.Share <= 0 || *r.Share >= 1:
+			v.fail("identities.share", "%v: want a fraction strictly between 0 and 1", *r.Share)
+		case id.Count < 2:
+			v.fail("identities.count", "%d: a hot distribution needs at least 2 identities", id.Count)
+		default:
+			id.Share = *r.Share
+		}
+	case Zipf:
+		switch {
+		case r.S == nil:
+			v.fail("identities.s", "missing; a zipf distribution needs its exponent s, such as 1.1")
+		case !(*r.S > 1) || *r.S > 100:
+			v.fail("identities.s", "%v: the zipf exponent must be above 1 (and at most 100)", *r.S)
+		default:
+			id.S = *r.S
+		}
+	default:
+		v.fail("identities.distribution", "unknown %q; use uniform, hot or zipf", r.Distribution)
+	}
+	if r.Share != nil && id.Distribution != Hot {
+		v.fail("identities.share", "only a hot distribution takes a share")
+	}
+	if r.S != nil && id.Distribution != Zipf {
+		v.fail("identities.s", "only a zipf distribution takes s")
+	}
+	if r.Carry != "" {
+		id.Carry = Carry(r.Carry)
+	}
+	switch id.Carry {
+	case APIKey:
+		id.Header = DefaultAPIKeyHeader
+	case ClientIP:
+		id.Header = DefaultClientIPHeader
+	default:
+		v.fail("identities.carry", "unknown %q; use api_key or client_ip", r.Carry)
+	}
+	if r.Header != "" {
+		if !headerPattern.MatchString(r.Header) {
+			v.fail("identities.header", "%q is not a header name", r.Header)
+		}
+		id.Header = r.Header
+	}
+	return id
+}
+
+// phaseFields lists the keys each phase kind takes, beyond kind and name.
+var phaseFields = map[PhaseKind][]string{
+	Constant:        {"rate", "duration", "routes", "honor_retry_after"},
+	Ramp:            {"from", "to", "duration", "routes", "honor_retry_after"},
+	Burst:           {"requests", "spread", "routes"},
+	EdgeBurst:       {"requests", "spread", "offset", "window", "routes"},
+	Idle:            {"duration"},
+	RetryAfterProbe: {"requests", "routes"},
+}
+
+var allPhaseFields = []string{"rate", "from", "to", "duration", "requests", "spread", "offset", "window", "routes", "honor_retry_after"}
+
+func (v *validator) phase(r *rawPhase, field string, i int, t Target) Phase {
+	p := Phase{Kind: PhaseKind(r.Kind), Name: r.Name}
+	if p.Name == "" {
+		p.Name = "phase-" + strconv.Itoa(i+1)
+	}
+	allowed, ok := phaseFields[p.Kind]
+	if !ok {
+		if r.Kind == "" {
+			v.fail(field+".kind", "missing; use one of %s", joinStrings(phaseKinds))
+		} else {
+			v.fail(field+".kind", "unknown %q; use one of %s", r.Kind, joinStrings(phaseKinds))
+		}
+		return p
+	}
+	for _, f := range allPhaseFields {
+		if v.has(field+"."+f) && !slices.Contains(allowed, f) {
+			v.fail(field+"."+f, "a %s phase does not take %s; it takes %s", p.Kind, f, strings.Join(allowed, ", "))
+		}
+	}
+	need := func(f, what string) bool {
+		if !v.has(field + "." + f) {
+			v.fail(field+"."+f, "missing; a %s phase needs %s", p.Kind, what)
+			return false
+		}
+		return true
+	}
+	if slices.Contains(allowed, "duration") && need("duration", "a duration such as 5s") {
+		p.Duration = v.duration(field+".duration", r.Duration, true)
+	}
+	if slices.Contains(allowed, "requests") && need("requests", "a number of requests") {
+		p.Requests = r.Requests
+		limit := MaxPhaseRequests
+		if p.Kind == Burst || p.Kind == EdgeBurst {
+			limit = MaxBurstRequests
+		}
+		if p.Requests < 1 || p.Requests > limit {
+			v.fail(field+".requests", "%d: want 1 to %d", p.Requests, limit)
+		}
+	}
+	switch p.Kind {
+	case Constant:
+		if need("rate", "a rate such as 50/1s") {
+			p.Rate = v.rate(field+".rate", r.Rate, false)
+		}
+	case Ramp:
+		if need("from", "a starting rate such as 10/1s") && need("to", "a final rate such as 100/1s") {
+			p.From = v.rate(field+".from", r.From, true)
+			p.To = v.rate(field+".to", r.To, true)
+			if p.From == 0 && p.To == 0 {
+				v.fail(field+".to", "a ramp from 0 to 0 sends nothing; use an idle phase")
+			}
+		}
+	case EdgeBurst:
+		if r.Offset != "" {
+			p.Offset = v.duration(field+".offset", r.Offset, true)
+		}
+	}
+	if r.Spread != "" {
+		p.Spread = v.duration(field+".spread", r.Spread, false)
+	}
+	p.HonorRetryAfter = r.HonorRetryAfter
+	if slices.Contains(allowed, "routes") {
+		p.Routes = v.routeWeights(r.Routes, field+".routes", t)
+	}
+	if p.Kind == RetryAfterProbe {
+		for i, rw := range p.Routes {
+			if j := slices.IndexFunc(t.Routes, func(r Route) bool { return r.Path == rw.Path }); j >= 0 && t.Routes[j].Baseline() {
+				v.fail(fmt.Sprintf("%s.routes[%d].path", field, i), "%q has no policy; a probe waits for a rejection only a limited route gives", rw.Path)
+			}
+		}
+	}
+	if p.Kind == EdgeBurst {
+		if r.Window != "" {
+			p.Window = v.duration(field+".window", r.Window, true)
+		} else {
+			for _, rw := range p.Routes {
+				for _, rt := range t.Routes {
+					for _, l := range rt.Policies {
+						if rt.Path == rw.Path && l.Algorithm.IsWindow() && p.Window == 0 {
+							p.Window = l.Period
+						}
+					}
+				}
+			}
+			if p.Window == 0 && v.err == nil {
+				v.fail(field+".window", "missing, and no route of the phase has a window policy to take it from")
+			}
+		}
+		if r.Offset == "" {
+			p.Offset = min(DefaultEdgeOffset, p.Window/4)
+		}
+		if p.Window > MaxEdgeWindow {
+			v.fail(field+".window", "%v is longer than %v; the run would wait up to a window for the edge", p.Window, MaxEdgeWindow)
+		}
+		if p.Window > 0 && p.Offset+p.Spread >= p.Window {
+			v.fail(field+".offset", "offset %v plus spread %v must be shorter than the window %v, so that each half stays within one window", p.Offset, p.Spread, p.Window)
+		}
+	}
+	if n := p.PlannedRequests(); (p.Kind == Constant || p.Kind == Ramp) && v.err == nil {
+		switch {
+		case n < 1:
+			v.fail(field, "plans no request in %v; raise the rate or lengthen the phase", p.Duration)
+		case n > MaxPhaseRequests:
+			v.fail(field, "plans %d requests, above the maximum %d; keep scenarios short", n, MaxPhaseRequests)
+		}
+	}
+	return p
+}
+
+func (v *validator) routeWeights(raw []rawWeight, field string, t Target) []RouteWeight {
+	var out []RouteWeight
+	if len(raw) == 0 {
+		for _, rt := range t.Routes {
+			if !rt.Baseline() {
+				out = append(out, RouteWeight{Path: rt.Path, Weight: 1})
+			}
+		}
+		return out
+	}
+	for i, rw := range raw {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		w := RouteWeight{Path: rw.Path, Weight: 1}
+		if !slices.ContainsFunc(t.Routes, func(r Route) bool { return r.Path == rw.Path }) {
+			v.fail(f+".path", "%q is not a route of the target", rw.Path)
+		}
+		if rw.Weight != nil {
+			w.Weight = *rw.Weight
+			if !(w.Weight > 0) || w.Weight > 1e6 {
+				v.fail(f+".weight", "%v: want a positive weight up to 1e6", w.Weight)
+			}
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+func (v *validator) checks(r *rawChecks, t Target) Checks {
+	c := Checks{Headers: r.Headers, LoadDelivered: DefaultLoadDelivered}
+	if r.Budget != nil {
+		c.MaxExcess = r.Budget.MaxExcess
+		if c.MaxExcess < 0 {
+			v.fail("checks.budget.max_excess", "%d must not be negative", c.MaxExcess)
+		}
+	}
+	if r.FalseRejections != nil {
+		switch mr := r.FalseRejections.MaxRate; {
+		case mr == nil:
+			v.fail("checks.false_rejections.max_rate", "missing; give the largest tolerated rate, such as 0.01")
+		case *mr < 0 || *mr > 1:
+			v.fail("checks.false_rejections.max_rate", "%v: want a fraction from 0 to 1", *mr)
+		default:
+			c.FalseRejections = &FalseRejections{MaxRate: *mr}
+		}
+	}
+	if o := r.Overhead; o != nil {
+		c.Overhead = &Overhead{Route: o.Route, Baseline: o.Baseline}
+		find := func(path string) (Route, bool) {
+			i := slices.IndexFunc(t.Routes, func(r Route) bool { return r.Path == path })
+			if i < 0 {
+				return Route{}, false
+			}
+			return t.Routes[i], true
+		}
+		if rt, ok := find(o.Route); !ok {
+			v.fail("checks.overhead.route", "%q is not a route of the target", o.Route)
+		} else if rt.Baseline() {
+			v.fail("checks.overhead.route", "%q has no policy; the overhead is measured on a limited route", o.Route)
+		}
+		if rt, ok := find(o.Baseline); !ok {
+			v.fail("checks.overhead.baseline", "%q is not a route of the target", o.Baseline)
+		} else if !rt.Baseline() {
+			v.fail("checks.overhead.baseline", "%q has policies; the baseline is a route with none", o.Baseline)
+		}
+		for _, q := range []struct {
+			name string
+			raw  string
+			dst  *time.Duration
+		}{{"p50", o.P50, &c.Overhead.P50}, {"p99", o.P99, &c.Overhead.P99}, {"p999", o.P999, &c.Overhead.P999}} {
+			if q.raw != "" {
+				*q.dst = v.duration("checks.overhead."+q.name, q.raw, true)
+			}
+		}
+		if o.P50 == "" && o.P99 == "" && o.P999 == "" {
+			v.fail("checks.overhead", "give at least one bound of p50, p99 and p999")
+		}
+	}
+	if r.MaxLatency != "" {
+		c.MaxLatency = v.duration("checks.max_latency", r.MaxLatency, true)
+	}
+	if f := r.Faults; f != nil {
+		c.Faults = &FaultChecks{Slack: DefaultFaultSlack, Recovery: DefaultRecovery}
+		if f.Slack != "" {
+			c.Faults.Slack = v.duration("checks.faults.slack", f.Slack, false)
+		}
+		if f.Recovery != "" {
+			c.Faults.Recovery = v.duration("checks.faults.recovery", f.Recovery, false)
+		}
+	}
+	if r.LoadDelivered != nil {
+		c.LoadDelivered = *r.LoadDelivered
+		if !(c.LoadDelivered > 0) || c.LoadDelivered > 1 {
+			v.fail("checks.load_delivered", "%v: want a fraction above 0, at most 1", c.LoadDelivered)
+		}
+	}
+	return c
+}
+
+// duration parses a Go duration; positive demands it be above zero.
+func (v *validator) duration(field, s string, positive bool) time.Duration {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	switch {
+	case err != nil:
+		v.fail(field, "%q is not a duration; use Go syntax such as 250ms, 5s or 1m30s", s)
+	case d < 0 || (positive && d == 0):
+		v.fail(field, "%v must be positive", d)
+	}
+	return d
+}
+
+// ParseRate parses a request rate, "N/PERIOD" such as "50/1s", "600/1m" or
+// "5/100ms" (a bare unit means one of it: "50/s"), or a bare number of
+// requests per second. It returns requests per second. Errors name the
+// accepted forms.
+func ParseRate(s string) (float64, error) {
+	n, per, ok := strings.Cut(strings.TrimSpace(s), "/")
+	freq, err := strconv.ParseFloat(strings.TrimSpace(n), 64)
+	if err != nil || freq < 0 || freq > 1e9 {
+		return 0, fmt.Errorf("%q is not a rate; use N/PERIOD such as 50/1s", s)
+	}
+	if !ok {
+		return freq, nil
+	}
+	per = strings.TrimSpace(per)
+	if per != "" && (per[0] < '0' || per[0] > '9') {
+		per = "1" + per
+	}
+	d, err := time.ParseDuration(per)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%q is not a rate: period %q is not a positive duration such as 1s", s, per)
+	}
+	return freq / d.Seconds(), nil
+}
+
+func (v *validator) rate(field, s string, zeroOK bool) float64 {
+	r, err := ParseRate(s)
+	switch {
+	case err != nil:
+		v.fail(field, "%w", err)
+	case r == 0 && !zeroOK:
+		v.fail(field, "%q must be above zero", s)
+	}
+	return r
+}
+
+func joinStrings[S ~string](xs []S) string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = string(x)
+	}
+	return strings.Join(out, ", ")
+}
