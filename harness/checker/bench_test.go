@@ -1,0 +1,216 @@
+package checker
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rlbench/rlbench/harness/history"
+	"github.com/rlbench/rlbench/limiter"
+)
+
+// benchHistory is n requests over keys keys, decided by the reference
+// limiter at about twice the limit's rate, with [sent, received] jittered by
+// up to 2 ms and the headers the reference middleware sends.
+func benchHistory(b *testing.B, n, keys int, l limiter.Limit) *memSource {
+	rng := rand.New(rand.NewPCG(1, 2))
+	store := limiter.NewMemoryStore()
+	recs := make([]history.Record, n)
+	gap := time.Duration(float64(l.Period) / l.Rate / 2 / float64(keys))
+	var d time.Duration
+	for i := range recs {
+		d += time.Duration(rng.Int64N(int64(2*gap) + 1))
+		key := "key-" + strconv.Itoa(rng.IntN(keys))
+		dec, err := store.AllowNAt(key, 1, epoch.Add(d), l)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := history.Record{
+			ID: uint64(i + 1), Key: key, Instance: fmt.Sprint("api-", i%3), Cost: 1,
+			SentNs: int64(d) - rng.Int64N(2e6), ReceivedNs: int64(d) + rng.Int64N(2e6), Status: 200,
+			Headers: map[string]string{
+				"ratelimit-limit":     strconv.FormatInt(dec.Limit.Capacity(), 10),
+				"ratelimit-remaining": strconv.FormatInt(dec.Remaining, 10),
+			},
+		}
+		r.IntendedNs = r.SentNs
+		if !dec.Allowed {
+			r.Status, r.Outcome = 429, history.Rejected
+			r.Headers["retry-after"] = strconv.FormatInt(dec.RetryAfterSeconds(), 10)
+		}
+		recs[i] = r
+	}
+	var zero int64
+	h := history.NewHeader(epoch)
+	h.ClockOffsetNs = &zero
+	return &memSource{h: h, recs: recs}
+}
+
+// BenchmarkCheck1M checks a one-million-record history: load, every model
+// sweep and every header check.
+func BenchmarkCheck1M(b *testing.B) {
+	for _, spec := range []string{"gcra:100/1s,burst=20", "sliding_window_log:100/1s", "fixed_window:100/1s"} {
+		l, err := limiter.ParseLimit(spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		const n = 1_000_000
+		src := benchHistory(b, n, 1000, l)
+		p := Policy{Rules: []Rule{{Limits: []limiter.Limit{l}}}}
+		b.Run(spec, func(b *testing.B) {
+			b.ReportAllocs()
+			var peak uint64
+			for b.Loop() {
+				src.next = 0
+				rep, err := Check(src, p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if v := rep.Verdict(); v != Pass {
+					b.Fatalf("verdict %s: %+v", v, rep.Results)
+				}
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				peak = max(peak, ms.HeapInuse)
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+			b.ReportMetric(float64(peak)/(1<<20), "MiB-heap")
+		})
+	}
+}
+
+// BenchmarkCheckFile1M is BenchmarkCheck1M's GCRA case read from a gzip
+// history file in memory: decoding included.
+func BenchmarkCheckFile1M(b *testing.B) {
+	l, err := limiter.ParseLimit("gcra:100/1s,burst=20")
+	if err != nil {
+		b.Fatal(err)
+	}
+	const n = 1_000_000
+	src := benchHistory(b, n, 1000, l)
+	var buf bytes.Buffer
+	w, err := history.NewWriter(&buf, src.h)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range src.recs {
+		if err := w.Write(&src.recs[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	src = nil
+	p := Policy{Rules: []Rule{{Limits: []limiter.Limit{l}}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := history.NewReader(bytes.NewReader(buf.Bytes()), "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		rep, err := Check(r, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if v := rep.Verdict(); v != Pass {
+			b.Fatalf("verdict %s", v)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
+// genSource streams a reference-limiter history without holding it, so
+// that a benchmark measures the checker's own memory.
+type genSource struct {
+	n, i  int
+	keys  []string
+	l     limiter.Limit
+	store *limiter.MemoryStore
+	rng   *rand.Rand
+	gap   time.Duration
+	d     time.Duration
+	hdr   history.Header
+}
+
+func newGenSource(n, keys int, l limiter.Limit) *genSource {
+	g := &genSource{n: n, l: l, store: limiter.NewMemoryStore(), rng: rand.New(rand.NewPCG(3, 4)), hdr: history.NewHeader(epoch)}
+	for k := range keys {
+		g.keys = append(g.keys, "key-"+strconv.Itoa(k))
+	}
+	g.gap = time.Duration(float64(l.Period) / l.Rate / 2 / float64(keys))
+	var zero int64
+	g.hdr.ClockOffsetNs = &zero
+	return g
+}
+
+func (g *genSource) Header() history.Header { return g.hdr }
+
+func (g *genSource) Read(r *history.Record) error {
+	if g.i == g.n {
+		return io.EOF
+	}
+	g.i++
+	g.d += time.Duration(g.rng.Int64N(int64(2*g.gap) + 1))
+	key := g.keys[g.rng.IntN(len(g.keys))]
+	dec, err := g.store.AllowNAt(key, 1, epoch.Add(g.d), g.l)
+	if err != nil {
+		return err
+	}
+	headers := r.Headers
+	if headers == nil {
+		headers = make(map[string]string, 3)
+	}
+	clear(headers)
+	*r = history.Record{ID: uint64(g.i), Key: key, Cost: 1, Status: 200, Headers: headers,
+		SentNs: int64(g.d) - g.rng.Int64N(2e6), ReceivedNs: int64(g.d) + g.rng.Int64N(2e6)}
+	headers["ratelimit-remaining"] = strconv.FormatInt(dec.Remaining, 10)
+	if !dec.Allowed {
+		r.Status, r.Outcome = 429, history.Rejected
+		headers["retry-after"] = strconv.FormatInt(dec.RetryAfterSeconds(), 10)
+	}
+	return nil
+}
+
+// BenchmarkCheck10M checks ten million streamed records (GCRA, 10,000 keys)
+// and reports the peak heap the checker held.
+func BenchmarkCheck10M(b *testing.B) {
+	l, err := limiter.ParseLimit("gcra:100/1s,burst=20")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := Policy{Rules: []Rule{{Limits: []limiter.Limit{l}}}}
+	var peak uint64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			peak = max(peak, ms.HeapInuse)
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	for b.Loop() {
+		rep, err := Check(newGenSource(10_000_000, 10_000, l), p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if v := rep.Verdict(); v != Pass {
+			b.Fatalf("verdict %s", v)
+		}
+	}
+	close(stop)
+	<-done
+	b.ReportMetric(float64(peak)/(1<<20), "MiB-peak-heap")
+}

@@ -1,0 +1,606 @@
+package checker
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rlbench/rlbench/harness/history"
+	"github.com/rlbench/rlbench/limiter"
+)
+
+// Verdict is a check's conclusion.
+type Verdict string
+
+const (
+	// Pass: no possible timing of the history breaks the bound.
+	Pass Verdict = "pass"
+	// Fail: no possible timing explains the history; the result's Proof
+	// holds the interval and requests that show it.
+	Fail Verdict = "fail"
+	// Unknown: the requests with an unknown outcome alone decide the check:
+	// it fails if they were admitted (or, for false rejections, if they were
+	// not) and passes otherwise.
+	Unknown Verdict = "unknown"
+)
+
+// Check names, as Result.Name carries them.
+const (
+	CheckBudget          = "budget"
+	CheckFalseRejections = "false-rejections"
+	CheckRetryAfter      = "retry-after"
+	CheckRateLimitFields = "ratelimit-fields"
+	CheckHeaderStyle     = "header-style"
+	CheckStatus          = "status"
+	CheckBurstRatio      = "boundary-burst-ratio"
+)
+
+// Result is one check's outcome.
+type Result struct {
+	// Name is the check (CheckBudget, ...); Scope the limit or route checked.
+	Name  string `json:"name"`
+	Scope string `json:"scope,omitempty"`
+	// Verdict is pass, fail or unknown.
+	Verdict Verdict `json:"verdict"`
+	// Observed and Bound are the measured value and the most the policy
+	// allows, in Unit: for a budget, the units admitted in the tightest
+	// interval and that interval's allowance.
+	Observed float64 `json:"observed"`
+	Bound    float64 `json:"bound"`
+	Unit     string  `json:"unit"`
+	// Explanation is one line for people.
+	Explanation string `json:"explanation"`
+	// Proof backs a failure (and, for a passing budget, shows the tightest
+	// interval).
+	Proof *Proof `json:"proof,omitempty"`
+}
+
+// Proof is the evidence of a result: the key, an interval in nanoseconds
+// since the run's start, and the requests that make the case.
+type Proof struct {
+	Key        string          `json:"key,omitempty"`
+	FromNs     int64           `json:"from_ns"`
+	ToNs       int64           `json:"to_ns"`
+	RequestIDs []uint64        `json:"request_ids"`
+	Instances  []InstanceShare `json:"instances,omitempty"`
+}
+
+// InstanceShare is one instance's part of a proof's requests.
+type InstanceShare struct {
+	Instance string `json:"instance"`
+	Requests int    `json:"requests"`
+	Cost     int64  `json:"cost"`
+}
+
+// Report is the outcome of checking one history.
+type Report struct {
+	Records         int      `json:"records"`
+	Keys            int      `json:"keys"`
+	Admitted        int      `json:"admitted"`
+	Rejected        int      `json:"rejected"`
+	Unknown         int      `json:"unknown"`
+	TransportErrors int      `json:"transport_errors"`
+	Unmatched       int      `json:"unmatched"`
+	Results         []Result `json:"results"`
+}
+
+// Verdict is fail when a result failed, else unknown when one is unknown,
+// else pass.
+func (r *Report) Verdict() Verdict {
+	v := Pass
+	for _, res := range r.Results {
+		switch res.Verdict {
+		case Fail:
+			return Fail
+		case Unknown:
+			v = Unknown
+		}
+	}
+	return v
+}
+
+// maxExamples is the most request IDs a result lists as examples.
+const maxExamples = 10
+
+// Check reads every record of src and checks the history against p (or,
+// when p has no rules, the policies of src's header). It never contacts a
+// target. Errors: a malformed history (wrapping history.ErrFormat) or policy
+// (wrapping ErrInvalidPolicy).
+//
+// Every check follows one rule: report only what no possible timing can
+// explain. A request's decision time is unknown within [sent, received];
+// the limiter's clock may resolve time only to Policy.Resolution; requests
+// with an unknown outcome are admitted or not, whichever keeps a check sound.
+// The false-rejection and Retry-After upper-bound checks assume every key
+// started the history with a full budget.
+//
+// Time is O(n log n) in the number of records. Memory is about 140 bytes a
+// record (per-record maps none; keys, routes and instances interned), with a
+// transient peak about twice that while the records load: 10 million
+// records peak near 2.7 GB.
+func Check(src history.Source, p Policy) (*Report, error) {
+	hdr := src.Header()
+	if len(p.Rules) == 0 {
+		hp, err := PolicyFromHeader(hdr)
+		if err != nil {
+			return nil, err
+		}
+		p.Rules = hp.Rules
+	}
+	if err := p.validate(); err != nil {
+		return nil, err
+	}
+	if p.Resolution == 0 {
+		p.Resolution = DefaultResolution
+	}
+	c := clockOf(hdr, p)
+	narrow := narrowing{on: p.TrustDecisionTime && c.known, clock: c, res: int64(p.Resolution)}
+	d, err := load(src, narrow)
+	if err != nil {
+		return nil, err
+	}
+	faults := applyFaults(d, p, p.Faults)
+	rep := checkDataset(d, p, c)
+	rep.Results = append(rep.Results, faults...)
+	return rep, nil
+}
+
+// narrowing maps a reported decision time onto a request's interval.
+type narrowing struct {
+	on    bool
+	clock clock
+	res   int64
+}
+
+// apply shrinks q's [sent, received] to the limiter's clock tick at
+// decisionUs, on the harness clock, unless the report falls outside it.
+func (n narrowing) apply(q *request, decisionUs int64) {
+	if !n.on || decisionUs <= 0 {
+		return
+	}
+	c := n.clock
+	lo := decisionUs*1000 - c.base - c.off - c.unc
+	hi := decisionUs*1000 + n.res - 1 - c.base - c.off + c.unc
+	if s, e := max(q.sent, lo), min(q.recv, hi); s <= e {
+		q.sent, q.recv = s, e
+	}
+}
+
+// clock is what the checker knows of the limiter's clock: the run's start
+// (Unix ns) and, when known, the offset to the harness's clock with its
+// uncertainty (ns).
+type clock struct {
+	known          bool
+	base, off, unc int64
+}
+
+func clockOf(h history.Header, p Policy) clock {
+	c := clock{base: h.Start.UnixNano()}
+	switch {
+	case p.ClockOffset != nil:
+		c.known, c.off, c.unc = true, int64(*p.ClockOffset), int64(p.ClockUncertainty)
+	case h.ClockOffsetNs != nil:
+		c.known, c.off, c.unc = true, *h.ClockOffsetNs, h.ClockUncertaintyNs
+	}
+	return c
+}
+
+// run is the state of one Check: the dataset, the policy, and the per-record
+// conclusions the limits' models combine into.
+type run struct {
+	d      *dataset
+	p      Policy
+	res    int64 // Policy.Resolution in ns
+	ruleOf []int32
+	// per record, combined over the limits of its rule
+	justified []uint8 // bit 0: some limit may have rejected it with unknowns admitted; bit 1: with unknowns not admitted
+	waitLo    []int64 // lower bound of the ideal wait, ns
+	waitHi    []int64 // upper bound of the ideal wait, ns; math.MaxInt64 when unbounded
+	waitLoU   []int64 // waitLo if the unknown outcomes were admitted
+	waitHiK   []int64 // waitHi if they were not
+	remHi     []int64 // upper bound of RateLimit remaining after an admission
+	remLo     []int64 // lower bound of it; math.MaxInt64 when no limit gave one
+
+	clockKnown bool
+	base       int64 // header start, Unix ns
+	off, unc   int64 // clock offset and uncertainty, ns
+
+	sc scratch
+}
+
+const (
+	justAll   uint8 = 1 // justified with unknown outcomes counted as admitted
+	justKnown uint8 = 2 // justified with only admitted requests
+)
+
+func checkDataset(d *dataset, p Policy, c clock) *Report {
+	r := &run{d: d, p: p, res: int64(p.Resolution)}
+	r.clockKnown, r.base, r.off, r.unc = c.known, c.base, c.off, c.unc
+	n := len(d.reqs)
+	// Which rules match each interned route and key: per-record matching is
+	// then a few table look-ups.
+	routeOK := make([][]bool, len(p.Rules))
+	keyOK := make([][]bool, len(p.Rules))
+	for j, rule := range p.Rules {
+		routeOK[j] = make([]bool, len(d.routes))
+		for i, route := range d.routes {
+			routeOK[j][i] = match(rule.Route, route)
+		}
+		keyOK[j] = make([]bool, len(d.keys))
+		for i, key := range d.keys {
+			keyOK[j][i] = match(rule.Key, key)
+		}
+	}
+	r.ruleOf = make([]int32, n)
+	r.justified = make([]uint8, n)
+	r.waitLo = make([]int64, n)
+	r.waitHi = make([]int64, n)
+	r.waitLoU = make([]int64, n)
+	r.waitHiK = make([]int64, n)
+	r.remHi = make([]int64, n)
+	r.remLo = make([]int64, n)
+	rep := &Report{Records: n, Keys: len(d.keys)}
+	for i := range d.reqs {
+		q := &d.reqs[i]
+		r.ruleOf[i] = -1
+		for j := range p.Rules {
+			if routeOK[j][q.route] && keyOK[j][q.key] {
+				r.ruleOf[i] = int32(j)
+				if c := p.Rules[j].Cost; c > 0 {
+					q.cost = c
+				}
+				break
+			}
+		}
+		r.remHi[i], r.remLo[i] = math.MaxInt64, math.MaxInt64
+		switch q.outcome {
+		case history.Admitted:
+			rep.Admitted++
+		case history.Rejected:
+			rep.Rejected++
+		default:
+			rep.Unknown++
+		}
+		if q.status == 0 {
+			rep.TransportErrors++
+		}
+		if r.ruleOf[i] < 0 {
+			rep.Unmatched++
+		}
+	}
+
+	// Each distinct limit is checked once over every record of every rule
+	// that applies it: a limiter keys state by identity and policy, so
+	// routes sharing a policy share its budget.
+	type limitUse struct {
+		lim   limiter.Limit
+		rules []int32
+		tol   float64
+	}
+	var uses []limitUse
+	for ri, rule := range p.Rules {
+		for _, l := range rule.Limits {
+			k := slices.IndexFunc(uses, func(u limitUse) bool { return u.lim == l })
+			if k < 0 {
+				uses = append(uses, limitUse{lim: l})
+				k = len(uses) - 1
+			}
+			uses[k].rules = append(uses[k].rules, int32(ri))
+			uses[k].tol = max(uses[k].tol, rule.Tolerance)
+		}
+	}
+	for _, u := range uses {
+		idx := make([]int32, 0, n)
+		for i := range d.reqs {
+			if ri := r.ruleOf[i]; ri >= 0 && slices.Contains(u.rules, ri) {
+				idx = append(idx, int32(i))
+			}
+		}
+		rep.Results = append(rep.Results, r.checkLimit(u.lim, u.tol, idx)...)
+	}
+	rep.Results = append(rep.Results, r.falseRejections()...)
+	rep.Results = append(rep.Results, r.retryAfter(), r.rateLimitFields(), r.headerStyle(), r.status(rep))
+	return rep
+}
+
+// groupByKey orders idx by key, then by sent and received time: a counting
+// sort on the key, O(n), then a sort of each key's requests, which a
+// history in time order already nearly is.
+func (r *run) groupByKey(idx []int32) {
+	reqs := r.d.reqs
+	starts := make([]int, len(r.d.keys)+1)
+	for _, i := range idx {
+		starts[reqs[i].key+1]++
+	}
+	for k := 1; k < len(starts); k++ {
+		starts[k] += starts[k-1]
+	}
+	sorted := make([]int32, len(idx))
+	next := slices.Clone(starts[:len(starts)-1])
+	for _, i := range idx {
+		k := reqs[i].key
+		sorted[next[k]] = i
+		next[k]++
+	}
+	for k := 0; k+1 < len(starts); k++ {
+		g := sorted[starts[k]:starts[k+1]]
+		slices.SortStableFunc(g, func(a, b int32) int {
+			qa, qb := &reqs[a], &reqs[b]
+			return cmp.Or(cmp.Compare(qa.sent, qb.sent), cmp.Compare(qa.recv, qb.recv))
+		})
+	}
+	copy(idx, sorted)
+}
+
+// limitModel is the check of one limit's model over one key's requests.
+type limitModel struct {
+	r     *run
+	lim   limiter.Limit
+	tol   float64 // tolerance in units: Rule.Tolerance × capacity
+	scope string
+	pass  bool // the per-request pass under way counts unknown outcomes as admitted
+	clean bool // the key group under way has no unknown outcomes
+}
+
+// finding is a model's tightest (or violating) interval in one key group.
+type finding struct {
+	found    bool
+	over     bool    // the interval breaks the bound (decided in exact integers)
+	observed int64   // units admitted in the interval
+	bound    float64 // the interval's allowance
+	from, to int64   // the interval: requests with sent >= from and received <= to
+	group    []int32 // the key's requests
+	unknowns bool    // the interval counts requests of unknown outcome
+	window   bool    // from..to is a window: requests wholly inside it
+}
+
+func (f finding) excess() float64 { return float64(f.observed) - f.bound }
+
+// worse reports whether f is a tighter interval than g: a violation first,
+// then the larger excess.
+func (f finding) worse(g finding) bool {
+	switch {
+	case !f.found:
+		return false
+	case !g.found || f.over != g.over:
+		return f.over || !g.found
+	}
+	return f.excess() > g.excess()
+}
+
+// checkLimit runs the model of lim over the records idx and returns its
+// budget results; per-record conclusions go to r.
+func (r *run) checkLimit(lim limiter.Limit, tol float64, idx []int32) []Result {
+	reqs := r.d.reqs
+	r.groupByKey(idx)
+	m := &limitModel{r: r, lim: lim, tol: tol * float64(lim.Capacity()), scope: lim.String()}
+	if (lim.Algorithm == limiter.FixedWindow || lim.Algorithm == limiter.SlidingWindowCounter) && !r.clockKnown {
+		m.scope += ", window alignment unknown: at most 2× per window length"
+	}
+	var worstKnown, worstAll finding
+	var ratio finding
+	var unknownDecides bool
+	for lo := 0; lo < len(idx); {
+		hi := lo + 1
+		for hi < len(idx) && reqs[idx[hi]].key == reqs[idx[lo]].key {
+			hi++
+		}
+		g := idx[lo:hi]
+		lo = hi
+		hasUnknown := slices.ContainsFunc(g, func(i int32) bool { return reqs[i].outcome == history.Error })
+		m.clean = !hasUnknown
+		f := m.budget(g, false)
+		if f.worse(worstKnown) {
+			worstKnown = f
+		}
+		if hasUnknown && !f.over {
+			if fa := m.budget(g, true); fa.over {
+				unknownDecides = true
+				if fa.worse(worstAll) {
+					worstAll = fa
+				}
+			}
+		}
+		if lim.Algorithm == limiter.FixedWindow || lim.Algorithm == limiter.SlidingWindowCounter {
+			if f := m.rollingCount(g, false); f.worse(ratio) {
+				ratio = f
+			}
+		}
+		m.perRequest(g, true)
+		if hasUnknown {
+			m.perRequest(g, false)
+		} else {
+			for _, i := range g {
+				if r.justified[i]&justAll != 0 {
+					r.justified[i] |= justKnown
+				}
+			}
+		}
+	}
+	res := Result{Name: CheckBudget, Scope: m.scope, Unit: "units", Verdict: Pass}
+	switch {
+	case !worstKnown.found && !worstAll.found:
+		res.Explanation = "no admitted requests"
+		return append([]Result{res}, m.ratioResult(ratio)...)
+	case worstKnown.over:
+		res.Verdict = Fail
+		res.Observed, res.Bound, res.Proof = float64(worstKnown.observed), worstKnown.bound, r.proof(worstKnown)
+		res.Explanation = fmt.Sprintf("key %q: %d units admitted %s, where %s allows %s", res.Proof.Key, worstKnown.observed, m.span(worstKnown), lim, fmtNum(worstKnown.bound))
+	case unknownDecides:
+		res.Verdict = Unknown
+		res.Observed, res.Bound, res.Proof = float64(worstAll.observed), worstAll.bound, r.proof(worstAll)
+		res.Explanation = fmt.Sprintf("key %q: %d units %s if the requests of unknown outcome were admitted, where %s allows %s", res.Proof.Key, worstAll.observed, m.span(worstAll), lim, fmtNum(worstAll.bound))
+	default:
+		res.Observed, res.Bound, res.Proof = float64(worstKnown.observed), worstKnown.bound, r.proof(worstKnown)
+		res.Explanation = fmt.Sprintf("tightest: key %q, %d units %s of %s allowed", res.Proof.Key, worstKnown.observed, m.span(worstKnown), fmtNum(worstKnown.bound))
+	}
+	return append([]Result{res}, m.ratioResult(ratio)...)
+}
+
+func (m *limitModel) span(f finding) string {
+	if f.window {
+		return fmt.Sprintf("in the window [%s, %s]", fmtNs(f.from), fmtNs(f.to))
+	}
+	return fmt.Sprintf("within %s (from %s to %s)", time.Duration(f.to-f.from), fmtNs(f.from), fmtNs(f.to))
+}
+
+// ratioResult reports the largest count that must fall in a rolling window
+// as a ratio to the limit: up to 2 for a fixed window at a window edge, and
+// below 2 for the sliding window counter.
+func (m *limitModel) ratioResult(f finding) []Result {
+	if m.lim.Algorithm != limiter.FixedWindow && m.lim.Algorithm != limiter.SlidingWindowCounter {
+		return nil
+	}
+	res := Result{Name: CheckBurstRatio, Scope: m.scope, Unit: "× limit", Bound: 2, Verdict: Pass}
+	if !f.found {
+		res.Explanation = "no admitted requests"
+		return []Result{res}
+	}
+	res.Observed = float64(f.observed) / float64(m.lim.Capacity())
+	res.Proof = m.r.proof(f)
+	if f.observed > 2*m.lim.Capacity() {
+		res.Verdict = Fail
+	}
+	res.Explanation = fmt.Sprintf("key %q: %d units within %s, a window of %s", res.Proof.Key, f.observed, time.Duration(f.to-f.from), m.lim.Period)
+	return []Result{res}
+}
+
+// budget finds the group's tightest interval under the limit's budget model,
+// counting unknown outcomes as admitted when withUnknown.
+func (m *limitModel) budget(g []int32, withUnknown bool) finding {
+	g = m.r.unfaulted(g)
+	switch m.lim.Algorithm {
+	case limiter.SlidingWindowLog:
+		return m.slidingLogBudget(g, withUnknown, m.lim.Capacity())
+	case limiter.FixedWindow, limiter.SlidingWindowCounter:
+		if !m.r.clockKnown {
+			// Unaligned: an interval shorter than a window meets at most two.
+			return m.slidingLogBudget(g, withUnknown, 2*m.lim.Capacity())
+		}
+		return m.windowBudget(g, withUnknown)
+	}
+	return m.bucketBudget(g, withUnknown)
+}
+
+// perRequest derives, for every request of the group, what the limit's model
+// says: whether it may have rejected it, the ideal wait's bounds and the
+// remaining budget's upper bound. withUnknown selects the pass: with unknown
+// outcomes as admitted (justAll, waits) or not (justKnown).
+func (m *limitModel) perRequest(g []int32, withUnknown bool) {
+	m.pass = withUnknown
+	switch m.lim.Algorithm {
+	case limiter.SlidingWindowLog:
+		m.slidingLogRequests(g, withUnknown)
+	case limiter.FixedWindow, limiter.SlidingWindowCounter:
+		if !m.r.clockKnown {
+			m.slidingLogRequests(g, withUnknown)
+			return
+		}
+		m.windowRequests(g, withUnknown)
+	default:
+		m.bucketRequests(g, withUnknown)
+	}
+}
+
+// markJustified records that the limit may have rejected request i.
+func (m *limitModel) markJustified(i int32, withUnknown bool) {
+	if withUnknown {
+		m.r.justified[i] |= justAll
+	} else {
+		m.r.justified[i] |= justKnown
+	}
+}
+
+// setWaits records this limit's bounds of request i's ideal wait. The pass
+// with unknown outcomes admitted gives the sound bounds (its room counts
+// them, its tokens do not); the other pass gives the bounds if the unknown
+// outcomes went the other way, and a group without unknowns gives both.
+// Limits combine by maximum: the ideal wait is the longest of them.
+func (m *limitModel) setWaits(i int32, lo, hi int64) {
+	r := m.r
+	if r.d.reqs[i].cost > m.lim.Capacity() { // no wait would ever admit it
+		hi = math.MaxInt64
+	}
+	if m.pass {
+		r.waitLo[i] = max(r.waitLo[i], lo)
+		r.waitHi[i] = max(r.waitHi[i], hi)
+	}
+	if !m.pass || m.clean {
+		r.waitLoU[i] = max(r.waitLoU[i], lo)
+		r.waitHiK[i] = max(r.waitHiK[i], hi)
+	}
+}
+
+func (m *limitModel) setRemaining(i int32, hi int64) { m.r.remHi[i] = min(m.r.remHi[i], hi) }
+
+// setRemainingLo records this limit's lower bound of the remaining budget an
+// admitted request was told of. The header reports the least remaining over
+// the limits, so the bounds combine by minimum; math.MinInt64 means none.
+func (m *limitModel) setRemainingLo(i int32, lo int64) { m.r.remLo[i] = min(m.r.remLo[i], lo) }
+
+// reportsRemaining reports whether q is an admission whose response carried
+// a remaining budget to check.
+func reportsRemaining(q *request) bool { return q.outcome == history.Admitted && q.rlRemain >= 0 }
+
+// proof lists the requests of f's group inside f's interval.
+func (r *run) proof(f finding) *Proof {
+	if len(f.group) == 0 {
+		return nil
+	}
+	reqs := r.d.reqs
+	p := &Proof{Key: r.d.keys[reqs[f.group[0]].key], FromNs: f.from, ToNs: f.to}
+	shares := map[uint32]*InstanceShare{}
+	for _, i := range f.group {
+		q := &reqs[i]
+		if q.sent < f.from || q.recv > f.to || !(q.outcome == history.Admitted || f.unknowns && q.outcome == history.Error) {
+			continue
+		}
+		p.RequestIDs = append(p.RequestIDs, q.id)
+		s := shares[q.inst]
+		if s == nil {
+			s = &InstanceShare{Instance: r.d.insts[q.inst]}
+			shares[q.inst] = s
+		}
+		s.Requests++
+		s.Cost += q.cost
+	}
+	for _, s := range shares {
+		p.Instances = append(p.Instances, *s)
+	}
+	slices.SortFunc(p.Instances, func(a, b InstanceShare) int { return strings.Compare(a.Instance, b.Instance) })
+	return p
+}
+
+// admitted reports whether q counts as admitted in a pass.
+// unfaulted returns g without the requests made during faults, which the
+// budget does not judge (a fail-open admission is declared behaviour).
+func (r *run) unfaulted(g []int32) []int32 {
+	if !slices.ContainsFunc(g, func(i int32) bool { return r.d.reqs[i].faulted }) {
+		return g
+	}
+	return slices.DeleteFunc(slices.Clone(g), func(i int32) bool { return r.d.reqs[i].faulted })
+}
+
+func admitted(q *request, withUnknown bool) bool {
+	return q.outcome == history.Admitted || withUnknown && q.outcome == history.Error
+}
+
+func fmtNum(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return fmt.Sprintf("%d", int64(v))
+	}
+	return fmt.Sprintf("%.3f", v)
+}
+
+func fmtNs(ns int64) string { return time.Duration(ns).String() }
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}

@@ -1,0 +1,53 @@
+// Package checker proves or refutes a rate limiter's promise from a recorded
+// history (package history) and a policy description, without ever talking
+// to the target.
+//
+// # The model
+//
+// Request i has a key, a cost c, a sent time s and a received time e on the
+// harness's clock, and an outcome: admitted, rejected (429) or unknown (a
+// transport error, timeout or 5xx). The limiter decided at an unknown time d
+// in [s, e]. The checker reports only what no possible choice of decision
+// times can explain, so every failure is a proof: an interval and the
+// requests that break the bound inside it. Unknown outcomes are handled as
+// indeterminate operations are in Jepsen's Knossos checker: the budget
+// check treats them as not admitted, the false-rejection check as possibly
+// admitted, the Retry-After check whichever way widens the ideal wait's
+// bounds, and a check that they alone decide gets the verdict Unknown.
+//
+// Budget, per key, pooled over instances and over the routes sharing a
+// limit, all in integer nanoseconds:
+//
+//   - token bucket, GCRA, leaky bucket as a meter (burst B, rate r): for
+//     every interval [a, b], the cost of admitted requests with a <= s and
+//     e <= b is at most B + r·(b − a + res), res the limiter clock's
+//     resolution. Only intervals from a sent time to a received time need
+//     examining; the maximum of S − r·(b − a) comes from one sweep with a
+//     segment tree, O(n log n).
+//   - sliding window log (limit L, window W): at most L admitted among the
+//     requests that must fall in one interval shorter than W − res.
+//   - fixed window: at most L per window, aligned on the limiter's clock
+//     through the measured clock offset; only requests whose whole [s, e]
+//     lies in one window under every offset within the uncertainty count.
+//     With no offset known, at most 2L in any interval shorter than W.
+//   - sliding window counter: the fixed window's per-window bound, and the
+//     boundary burst ratio: the most units that must fall in one rolling
+//     window, divided by L (a fixed window allows up to 2).
+//
+// False rejections: a 429 is false when every limit of its rule would have
+// admitted it at every possible decision time, even with every request that
+// may have come before it (sent before its received time, admitted or of
+// unknown outcome) charged as late as possible. This assumes each key begins
+// the history with a full budget.
+//
+// Headers: on every 429 Retry-After (whole seconds, ceiling, at least 1;
+// RFC 9110 §10.2.3, RFC 6585 §4) must be no shorter than a lower bound of
+// the ideal wait and no more than one second above an upper bound of it;
+// RateLimit fields (draft-ietf-httpapi-ratelimit-headers, and
+// X-RateLimit-*) must agree with the decision and with the model; mixing
+// header families is flagged. Status hygiene: no 5xx but the expected ones.
+//
+// The GCRA and token-bucket bounds follow the GCRA's definition (ATM Forum
+// Traffic Management 4.0, §4.4.2): a conforming stream of cost S over any
+// interval of length t satisfies S <= B + t/T.
+package checker

@@ -1,0 +1,267 @@
+package checker
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/rlbench/rlbench/harness/history"
+	"github.com/rlbench/rlbench/limiter"
+	"github.com/rlbench/rlbench/limiter/resilience"
+)
+
+// Fault check names.
+const (
+	CheckFaultLatency = "fault-latency"
+	CheckFailureMode  = "failure-mode"
+)
+
+// FaultWindow is a fault injected during the run, in ns since the
+// history's start.
+type FaultWindow struct {
+	// Kind names the fault ("redis_kill", "redis_pause", ...).
+	Kind string
+	// FromNs and ToNs are when it took effect and when it was healed; ToNs 0
+	// means it lasted to the end of the history.
+	FromNs, ToNs int64
+	// Unavailable says the limiter's store could not answer in time during
+	// the fault (it was dead, paused, cut off or slower than the timeout), so
+	// the declared failure mode must decide every request.
+	Unavailable bool
+	// LosesState says the store came back empty (a restarted Redis): the
+	// budget is checked separately before and after.
+	LosesState bool
+}
+
+// Faults describes a drill: its fault windows and the behaviour the target
+// declared for them.
+type Faults struct {
+	Windows []FaultWindow
+	// Mode is the declared failure mode: "open", "closed", "fallback", or
+	// empty when none is declared (no failure-mode check).
+	Mode resilience.Mode
+	// Instances is the number of instances sharing the budget; Fallback
+	// holds each to its share (resilience.Share).
+	Instances int
+	// Timeout is the store timeout and Slack what a request may take beyond
+	// it during a fault (network, queueing, the generator's own delays).
+	Timeout, Slack time.Duration
+	// Recovery is how long after a fault's end the shared budget must hold
+	// again: requests within it are judged by the fault checks only.
+	Recovery time.Duration
+}
+
+// faultZone reports whether q overlaps fault w or its recovery.
+func (f *Faults) inZone(q *request, w FaultWindow, end int64) bool {
+	to := w.ToNs
+	if to == 0 {
+		to = end
+	}
+	return q.recv >= w.FromNs && q.sent <= to+int64(f.Recovery)
+}
+
+// applyFaults prepares a dataset for the ordinary checks and returns the
+// fault checks' results. Requests that overlap a fault or its recovery get
+// an unknown outcome and lose their rate-limit headers: the budget then
+// counts none of them (a fail-open admission is declared behaviour, not an
+// excess), the false-rejection check counts each as possibly admitted (a
+// request that timed out may still have been charged), and no header is
+// judged against a model the fault suspended. Requests after a fault that
+// restarted the store empty are checked as a fresh key ("KEY@restart-N").
+func applyFaults(d *dataset, p Policy, f *Faults) []Result {
+	if f == nil || len(f.Windows) == 0 {
+		return nil
+	}
+	var end int64
+	for i := range d.reqs {
+		end = max(end, d.reqs[i].recv)
+	}
+	var out []Result
+	for wi, w := range f.Windows {
+		to := w.ToNs
+		if to == 0 {
+			to = end
+		}
+		scope := fmt.Sprintf("%s #%d", w.Kind, wi+1)
+		out = append(out, faultLatency(d, f, w, to, scope))
+		if w.Unavailable && f.Mode != "" {
+			out = append(out, failureMode(d, p, f, w, to, scope))
+		}
+	}
+	// Only now, with the fault checks done on the recorded outcomes, hide the
+	// fault zones from the ordinary checks.
+	var restarts []int64
+	for _, w := range f.Windows {
+		if w.LosesState && w.ToNs > 0 {
+			restarts = append(restarts, w.ToNs)
+		}
+	}
+	slices.Sort(restarts)
+	renamed := map[[2]uint32]uint32{} // (key, segment) → new key id
+	for i := range d.reqs {
+		q := &d.reqs[i]
+		for _, w := range f.Windows {
+			if f.inZone(q, w, end) {
+				q.outcome, q.faulted = history.Error, true
+				q.retryAfter, q.rlLimit, q.rlRemain, q.rlReset, q.style = raNone, -1, -1, -1, 0
+				break
+			}
+		}
+		seg := 0
+		for seg < len(restarts) && q.sent >= restarts[seg] {
+			seg++
+		}
+		if seg > 0 {
+			k := [2]uint32{q.key, uint32(seg)}
+			id, ok := renamed[k]
+			if !ok {
+				id = uint32(len(d.keys))
+				d.keys = append(d.keys, fmt.Sprintf("%s@restart-%d", d.keys[q.key], seg))
+				renamed[k] = id
+			}
+			q.key = id
+		}
+	}
+	return out
+}
+
+// faultLatency bounds the latency of every request sent during the fault.
+func faultLatency(d *dataset, f *Faults, w FaultWindow, to int64, scope string) Result {
+	bound := f.Timeout + f.Slack
+	res := Result{Name: CheckFaultLatency, Scope: scope, Unit: "ms", Bound: millis(bound), Verdict: Pass}
+	worst, n := int32(-1), 0
+	for i := range d.reqs {
+		q := &d.reqs[i]
+		if q.sent < w.FromNs || q.sent > to {
+			continue
+		}
+		n++
+		if worst < 0 || q.recv-q.sent > d.reqs[worst].recv-d.reqs[worst].sent {
+			worst = int32(i)
+		}
+	}
+	if worst < 0 {
+		res.Verdict = Unknown
+		res.Explanation = "no request was sent during the fault: lengthen it or the traffic"
+		return res
+	}
+	q := &d.reqs[worst]
+	took := time.Duration(q.recv - q.sent)
+	res.Observed = millis(took)
+	res.Proof = &Proof{Key: d.keys[q.key], FromNs: q.sent, ToNs: q.recv, RequestIDs: []uint64{q.id}}
+	if took > bound {
+		res.Verdict = Fail
+		res.Explanation = fmt.Sprintf("request %d took %v during the fault, beyond the store timeout %v plus slack %v: a request hung on the failing store", q.id, took, f.Timeout, f.Slack)
+	} else {
+		res.Explanation = fmt.Sprintf("all %d requests sent during the fault were answered within %v (store timeout %v plus slack %v)", n, took, f.Timeout, f.Slack)
+	}
+	return res
+}
+
+// failureMode checks that the requests sent and answered wholly within the
+// fault got the declared behaviour.
+func failureMode(d *dataset, p Policy, f *Faults, w FaultWindow, to int64, scope string) Result {
+	res := Result{Name: CheckFailureMode, Scope: scope + " " + string(f.Mode), Unit: "requests", Verdict: Pass}
+	var inside, bad []int32
+	for i := range d.reqs {
+		if q := &d.reqs[i]; q.sent >= w.FromNs && q.recv <= to {
+			inside = append(inside, int32(i))
+		}
+	}
+	var want string
+	switch f.Mode {
+	case resilience.FailOpen:
+		want = "admitted (fail-open)"
+		for _, i := range inside {
+			if q := &d.reqs[i]; q.outcome != history.Admitted {
+				bad = append(bad, i)
+			}
+		}
+	case resilience.FailClosed:
+		want = "503 with a Retry-After (fail-closed)"
+		for _, i := range inside {
+			if q := &d.reqs[i]; q.status != http.StatusServiceUnavailable || q.retryAfter < 1 {
+				bad = append(bad, i)
+			}
+		}
+	case resilience.Fallback:
+		want = fmt.Sprintf("within each instance's 1/%d share of the budget (fallback)", max(f.Instances, 1))
+		bad = fallbackExcess(d, p, f, inside, to-w.FromNs)
+	}
+	res.Bound = 0
+	res.Observed = float64(len(bad))
+	if len(inside) == 0 {
+		res.Verdict = Unknown
+		res.Explanation = "no request was sent and answered within the fault: lengthen it or raise the rate"
+		return res
+	}
+	if len(bad) > 0 {
+		res.Verdict = Fail
+		res.Proof = proofOf(d, bad)
+		q := &d.reqs[bad[0]]
+		res.Explanation = fmt.Sprintf("%d of %d requests within the fault were not %s; first: request %d, status %d", len(bad), len(inside), want, q.id, q.status)
+		return res
+	}
+	res.Explanation = fmt.Sprintf("all %d requests within the fault were %s", len(inside), want)
+	return res
+}
+
+// fallbackExcess returns the admissions beyond an instance's local share:
+// per key, instance and limit, the units admitted during the fault may not
+// exceed the share's capacity plus its rate over the fault's length.
+func fallbackExcess(d *dataset, p Policy, f *Faults, inside []int32, length int64) []int32 {
+	type slot struct {
+		key, inst uint32
+		lim       limiter.Limit
+	}
+	used := map[slot]int64{}
+	var bad []int32
+	for _, i := range inside {
+		q := &d.reqs[i]
+		if q.status >= 500 || q.status == 0 {
+			bad = append(bad, i) // a fallback answers; it never errs
+			continue
+		}
+		if q.outcome != history.Admitted {
+			continue
+		}
+		for _, rule := range p.Rules {
+			if !match(rule.Route, d.routes[q.route]) || !match(rule.Key, d.keys[q.key]) {
+				continue
+			}
+			for _, l := range rule.Limits {
+				share := resilience.Share(l, f.Instances)
+				s := slot{q.key, q.inst, l}
+				used[s] += q.cost
+				if float64(used[s]) > shareBound(share, length) {
+					bad = append(bad, i)
+				}
+			}
+			break
+		}
+	}
+	return bad
+}
+
+// shareBound is the most units a limit admits over length ns from a full
+// budget: its capacity, plus its refill (buckets) or one more window's
+// limit per window begun (windows).
+func shareBound(l limiter.Limit, length int64) float64 {
+	if l.Algorithm.IsWindow() {
+		windows := length/int64(l.Period) + 2 // the partial windows at both ends
+		return float64(windows) * l.Rate
+	}
+	return float64(l.Burst) + l.Rate*float64(length)/float64(l.Period)
+}
+
+func proofOf(d *dataset, idx []int32) *Proof {
+	q := &d.reqs[idx[0]]
+	p := &Proof{Key: d.keys[q.key], FromNs: q.sent, ToNs: q.recv}
+	for _, i := range idx[:min(len(idx), maxExamples)] {
+		p.RequestIDs = append(p.RequestIDs, d.reqs[i].id)
+	}
+	return p
+}
+
+func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,0 +1,177 @@
+package checker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rlbench/rlbench/harness/history"
+	"github.com/rlbench/rlbench/limiter"
+	"github.com/rlbench/rlbench/limiter/resilience"
+)
+
+// checkFaults runs the checker with one rule of spec and the given faults.
+func (h *hist) checkFaults(t *testing.T, spec string, f *Faults) *Report {
+	t.Helper()
+	rep, err := Check(h.source(), Policy{Rules: []Rule{{Limits: []limiter.Limit{mustLimit(t, spec)}}}, Faults: f})
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	return rep
+}
+
+func drill(mode resilience.Mode, kind string, from, to time.Duration, losesState bool) *Faults {
+	return &Faults{
+		Windows: []FaultWindow{{Kind: kind, FromNs: int64(from), ToNs: int64(to), Unavailable: true, LosesState: losesState}},
+		Mode:    mode, Instances: 2, Timeout: 50 * time.Millisecond, Slack: 50 * time.Millisecond, Recovery: 500 * time.Millisecond,
+	}
+}
+
+// steady adds one request every 100 ms for key k from from to to, answered
+// in 2 ms, with the outcome out (admitted until the burst is spent, when
+// out is nil).
+func (h *hist) steady(k string, from, to time.Duration, out func(i int) (history.Outcome, []func(*history.Record))) {
+	for i, at := 0, from; at < to; i, at = i+1, at+100*time.Millisecond {
+		o, opts := out(i)
+		h.add(k, at, at+2*time.Millisecond, o, opts...)
+	}
+}
+
+func TestFaultChecks(t *testing.T) {
+	admitted := func(int) (history.Outcome, []func(*history.Record)) { return history.Admitted, nil }
+	tests := []struct {
+		name       string
+		build      func(h *hist)
+		faults     *Faults
+		want       map[string]Verdict // check name → verdict
+		wantBudget Verdict
+	}{
+		{
+			// Fail-open admits everything during the outage; the budget
+			// (5 per second) is not charged with those admissions.
+			name: "fail-open honoured",
+			build: func(h *hist) {
+				h.steady("k", 0, 3*time.Second, admitted) // 10/s: within fail-open from 1s to 2s
+			},
+			faults: drill(resilience.FailOpen, "redis_kill", time.Second, 2*time.Second, true),
+			want:   map[string]Verdict{CheckFaultLatency: Pass, CheckFailureMode: Pass},
+			// Outside the fault zone: 10 admissions in [0,1s) exceed 5 + 5/s·1s?
+			// No: 10 requests in 0.9 s with burst 5 and 5/s allow 5+4.5: fails.
+			wantBudget: Fail,
+		},
+		{
+			name: "fail-closed answered 429 instead of 503",
+			build: func(h *hist) {
+				h.steady("k", time.Second, 2*time.Second, func(int) (history.Outcome, []func(*history.Record)) {
+					return history.Rejected, []func(*history.Record){retryAfter(1)}
+				})
+			},
+			faults:     drill(resilience.FailClosed, "redis_pause", time.Second, 2*time.Second, false),
+			want:       map[string]Verdict{CheckFaultLatency: Pass, CheckFailureMode: Fail},
+			wantBudget: Pass,
+		},
+		{
+			name: "fail-closed honoured",
+			build: func(h *hist) {
+				h.steady("k", time.Second, 2*time.Second, func(int) (history.Outcome, []func(*history.Record)) {
+					return history.Error, []func(*history.Record){status(503), retryAfter(1)}
+				})
+			},
+			faults:     drill(resilience.FailClosed, "redis_pause", time.Second, 2*time.Second, false),
+			want:       map[string]Verdict{CheckFaultLatency: Pass, CheckFailureMode: Pass},
+			wantBudget: Pass,
+		},
+		{
+			// A limiter without a timeout: the requests sent during the
+			// pause hang until Redis resumes.
+			name: "hung requests",
+			build: func(h *hist) {
+				h.add("k", 1100*time.Millisecond, 2*time.Second, history.Admitted)
+				h.add("k", 1200*time.Millisecond, 2*time.Second, history.Admitted)
+			},
+			faults:     drill(resilience.FailOpen, "redis_pause", time.Second, 2*time.Second, false),
+			want:       map[string]Verdict{CheckFaultLatency: Fail, CheckFailureMode: Pass},
+			wantBudget: Pass,
+		},
+		{
+			// Fallback: two instances, 10/s burst 10 shared, so 5/s burst 5
+			// each; over 1 s an instance may admit 5 + 5 = 10.
+			name: "fallback within each share",
+			build: func(h *hist) {
+				for i := range 10 {
+					at := time.Second + time.Duration(i)*90*time.Millisecond
+					h.add("k", at, at+time.Millisecond, history.Admitted, inst("a"))
+					h.add("k", at, at+time.Millisecond, history.Admitted, inst("b"))
+				}
+			},
+			faults:     drill(resilience.Fallback, "redis_kill", time.Second, 2*time.Second, true),
+			want:       map[string]Verdict{CheckFailureMode: Pass},
+			wantBudget: Pass,
+		},
+		{
+			name: "fallback beyond a share",
+			build: func(h *hist) {
+				for i := range 14 {
+					at := time.Second + time.Duration(i)*60*time.Millisecond
+					h.add("k", at, at+time.Millisecond, history.Admitted, inst("a"))
+				}
+			},
+			faults:     drill(resilience.Fallback, "redis_kill", time.Second, 2*time.Second, true),
+			want:       map[string]Verdict{CheckFailureMode: Fail},
+			wantBudget: Pass,
+		},
+		{
+			// Redis restarted empty: after the fault a fresh burst is the
+			// right answer, not an excess over the burst spent before.
+			name: "budget restarts with an empty store",
+			build: func(h *hist) {
+				for i := range 10 {
+					h.add("k", time.Duration(i)*time.Millisecond, time.Duration(i)*time.Millisecond+time.Millisecond, history.Admitted)
+					at := 3*time.Second + time.Duration(i)*time.Millisecond
+					h.add("k", at, at+time.Millisecond, history.Admitted)
+				}
+			},
+			faults:     drill(resilience.FailOpen, "redis_kill", 2*time.Second, 2500*time.Millisecond, true),
+			want:       map[string]Verdict{CheckFailureMode: Unknown},
+			wantBudget: Pass,
+		},
+		{
+			// The same history when the store kept its state (a pause): 20
+			// admissions within 3 s exceed 10 + 1/s·3 s.
+			name: "budget continues across a pause",
+			build: func(h *hist) {
+				for i := range 10 {
+					h.add("k", time.Duration(i)*time.Millisecond, time.Duration(i)*time.Millisecond+time.Millisecond, history.Admitted)
+					at := 3*time.Second + time.Duration(i)*time.Millisecond
+					h.add("k", at, at+time.Millisecond, history.Admitted)
+				}
+			},
+			faults:     drill(resilience.FailOpen, "redis_pause", 2*time.Second, 2500*time.Millisecond, false),
+			wantBudget: Fail,
+		},
+	}
+	specs := map[string]string{
+		"fail-open honoured":                      "gcra:5/1s,burst=5",
+		"fallback within each share":              "gcra:10/1s,burst=10",
+		"fallback beyond a share":                 "gcra:10/1s,burst=10",
+		"budget restarts with an empty store":     "gcra:1/1s,burst=10",
+		"budget continues across a pause":         "gcra:1/1s,burst=10",
+		"fail-closed answered 429 instead of 503": "gcra:5/1s,burst=5",
+		"fail-closed honoured":                    "gcra:5/1s,burst=5",
+		"hung requests":                           "gcra:5/1s,burst=5",
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var h hist
+			tc.build(&h)
+			rep := h.checkFaults(t, specs[tc.name], tc.faults)
+			for name, want := range tc.want {
+				if got := result(t, rep, name); got.Verdict != want {
+					t.Errorf("%s = %s (%s), want %s", name, got.Verdict, got.Explanation, want)
+				}
+			}
+			if got := result(t, rep, CheckBudget); got.Verdict != tc.wantBudget {
+				t.Errorf("budget = %s (%s), want %s", got.Verdict, got.Explanation, tc.wantBudget)
+			}
+		})
+	}
+}

@@ -1,0 +1,236 @@
+package checker
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlbench/rlbench/harness/history"
+)
+
+// Header style bits: which families of rate-limit headers a response carried.
+const (
+	styleSeparate  uint8 = 1 << iota // RateLimit-Limit / -Remaining / -Reset (IETF drafts -00 to -06)
+	styleCombined                    // RateLimit: limit=, remaining=, reset= (draft -07) or r=, t= (draft -08 and later)
+	styleX                           // X-RateLimit-Limit / -Remaining / -Reset
+	styleDisagree                    // the IETF and X- families disagree in one response
+	styleMalformed                   // a rate-limit field could not be parsed
+)
+
+// Retry-After sentinels in request.retryAfter, and the largest value kept:
+// longer delays (292 years) saturate there, so that nanoseconds fit an int64.
+const (
+	maxRetryAfter = math.MaxInt64 / int64(time.Second)
+
+	raNone = -1 // absent
+	raBad  = -2 // present but neither delay-seconds nor an HTTP-date
+)
+
+// request is the compact form of one record the checks work on (80 bytes).
+type request struct {
+	sent, recv int64
+	id         uint64
+	cost       int64
+	rlLimit    int64 // -1 when absent
+	rlRemain   int64 // -1 when absent
+	rlReset    int64 // seconds; -1 when absent
+	key        uint32
+	route      uint32
+	inst       uint32
+	retryAfter int64 // seconds (at most maxRetryAfter), or raNone / raBad
+	status     int16
+	outcome    history.Outcome
+	style      uint8
+	// faulted marks a request during a fault or its recovery: the budget
+	// ignores it, and the other checks take its outcome as unknown.
+	faulted bool
+}
+
+// dataset holds a history in compact form: per-record structs in one slice,
+// with keys, routes and instances interned.
+type dataset struct {
+	header history.Header
+	reqs   []request
+	keys   []string
+	routes []string
+	insts  []string
+}
+
+type interner struct {
+	ids   map[string]uint32
+	names []string
+}
+
+func (in *interner) id(s string) uint32 {
+	if id, ok := in.ids[s]; ok {
+		return id
+	}
+	if in.ids == nil {
+		in.ids = make(map[string]uint32)
+	}
+	id := uint32(len(in.names))
+	in.ids[s] = id
+	in.names = append(in.names, s)
+	return id
+}
+
+// load reads every record of src into a dataset, letting narrow shrink each
+// request's [sent, received] to a reported decision time.
+func load(src history.Source, narrow narrowing) (*dataset, error) {
+	d := &dataset{header: src.Header()}
+	var keys, routes, insts interner
+	var rec history.Record
+	start := d.header.Start
+	for {
+		err := src.Read(&rec)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read history: %w", err)
+		}
+		q := request{
+			sent: rec.SentNs, recv: rec.ReceivedNs, id: rec.ID, cost: max(rec.Cost, 1),
+			key: keys.id(rec.Key), route: routes.id(rec.Route), inst: insts.id(rec.Instance),
+			status: int16(rec.Status), outcome: rec.Outcome, retryAfter: raNone,
+			rlLimit: -1, rlRemain: -1, rlReset: -1,
+		}
+		if len(rec.Headers) > 0 {
+			parseHeaders(&q, rec.Headers, start.Add(time.Duration(rec.ReceivedNs)))
+		}
+		narrow.apply(&q, rec.DecisionUs)
+		d.reqs = append(d.reqs, q)
+	}
+	d.keys, d.routes, d.insts = keys.names, routes.names, insts.names
+	return d, nil
+}
+
+// parseHeaders fills q's header fields from the lower-case header map h of a
+// response received at wall-clock time at.
+func parseHeaders(q *request, h map[string]string, at time.Time) {
+	if v, ok := h["retry-after"]; ok {
+		q.retryAfter = parseRetryAfter(v, at)
+	}
+	bad := false
+	field := func(name string) int64 {
+		v, ok := h[name]
+		if !ok {
+			return -1
+		}
+		n, ok := firstInt(v)
+		if !ok || n < 0 {
+			bad = true
+			return -1
+		}
+		return n
+	}
+	var ietf [3]int64
+	if _, ok := h["ratelimit"]; ok {
+		q.style |= styleCombined
+		ietf = parseCombined(h["ratelimit"], h["ratelimit-policy"], &bad)
+	} else {
+		ietf = [3]int64{field("ratelimit-limit"), field("ratelimit-remaining"), field("ratelimit-reset")}
+		if ietf != [3]int64{-1, -1, -1} {
+			q.style |= styleSeparate
+		}
+	}
+	x := [3]int64{field("x-ratelimit-limit"), field("x-ratelimit-remaining"), field("x-ratelimit-reset")}
+	if x != [3]int64{-1, -1, -1} {
+		q.style |= styleX
+		if x[2] > 1e9 { // an epoch time, as GitHub sends it: make it a delay
+			x[2] = max(int64(math.Ceil(time.Unix(x[2], 0).Sub(at).Seconds())), 0)
+		}
+	}
+	vals := ietf
+	if q.style&(styleSeparate|styleCombined) == 0 {
+		vals = x
+	} else if q.style&styleX != 0 {
+		for i := range 2 { // limit and remaining must agree; reset may be rounded differently
+			if ietf[i] >= 0 && x[i] >= 0 && ietf[i] != x[i] {
+				q.style |= styleDisagree
+			}
+		}
+	}
+	q.rlLimit, q.rlRemain, q.rlReset = vals[0], vals[1], vals[2]
+	if bad {
+		q.style |= styleMalformed
+	}
+}
+
+// parseRetryAfter reads RFC 9110 §10.2.3 Retry-After: delay-seconds, or an
+// HTTP-date turned into a delay from at, rounded up.
+func parseRetryAfter(v string, at time.Time) int64 {
+	v = strings.TrimSpace(v)
+	n, err := strconv.ParseInt(v, 10, 64)
+	switch {
+	case err == nil && n >= 0:
+		return min(n, maxRetryAfter)
+	case err == nil:
+		return raBad
+	case errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(v, "-"):
+		return maxRetryAfter
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return int64(min(max(math.Ceil(t.Sub(at).Seconds()), 0), float64(maxRetryAfter)))
+	}
+	return raBad
+}
+
+// firstInt parses the first comma-separated item of v as an integer,
+// ignoring parameters after ';' (RateLimit-Limit: 10, 10;w=1).
+func firstInt(v string) (int64, bool) {
+	item, _, _ := strings.Cut(v, ",")
+	item, _, _ = strings.Cut(item, ";")
+	n, err := strconv.ParseInt(strings.TrimSpace(item), 10, 64)
+	return n, err == nil
+}
+
+// parseCombined reads the combined RateLimit field: the draft -07 dictionary
+// "limit=10, remaining=5, reset=3", or the draft -08 and later list
+// `"default";r=5;t=3` whose limit comes from RateLimit-Policy `"default";q=10;w=1`
+// (draft-ietf-httpapi-ratelimit-headers). It returns limit, remaining and
+// reset, -1 for those absent.
+func parseCombined(v, policy string, bad *bool) [3]int64 {
+	out := [3]int64{-1, -1, -1}
+	num := func(s string) int64 {
+		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil || n < 0 {
+			*bad = true
+			return -1
+		}
+		return n
+	}
+	for _, item := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ';' }) {
+		k, val, ok := strings.Cut(strings.TrimSpace(item), "=")
+		if !ok {
+			continue // a policy name in the list form
+		}
+		switch strings.TrimSpace(k) {
+		case "limit":
+			out[0] = num(val)
+		case "remaining", "r":
+			out[1] = num(val)
+		case "reset", "t":
+			out[2] = num(val)
+		}
+	}
+	if out[0] < 0 && policy != "" {
+		for _, item := range strings.FieldsFunc(policy, func(r rune) bool { return r == ',' || r == ';' }) {
+			if k, val, ok := strings.Cut(strings.TrimSpace(item), "="); ok && strings.TrimSpace(k) == "q" {
+				out[0] = num(val)
+				break
+			}
+		}
+		if out[0] < 0 {
+			if n, ok := firstInt(policy); ok {
+				out[0] = n
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,130 @@
+package checker
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rlbench/rlbench/harness/history"
+	"github.com/rlbench/rlbench/limiter"
+)
+
+// DefaultResolution is Policy.Resolution's default: the reference limiter
+// reads its clock in whole microseconds.
+const DefaultResolution = time.Microsecond
+
+// ErrInvalidPolicy is wrapped by every error about a policy description.
+var ErrInvalidPolicy = errors.New("invalid policy")
+
+// Policy describes what the checked limiter promised: which limits apply to
+// which routes, and what the checker may assume about clocks. The zero value
+// has no rules; Check then uses the policies of the history's header.
+type Policy struct {
+	// Rules maps routes and keys to limits. A record takes the first rule
+	// whose Route and Key match its own; a record no rule matches is counted as unmatched and
+	// checked only for status hygiene.
+	Rules []Rule
+	// Resolution is the limiter clock's step: the limiter may see two
+	// decision times up to Resolution further apart than they were, and the
+	// checker widens every interval by it. 0 means DefaultResolution.
+	Resolution time.Duration
+	// ClockOffset, when set, is the limiter's clock minus the harness's
+	// (header start plus record time), overriding the header's
+	// clock_offset_ns; fixed and sliding window counter alignment needs one.
+	ClockOffset *time.Duration
+	// ClockUncertainty is the half-width of the interval around ClockOffset
+	// that holds the true offset; used only with ClockOffset.
+	ClockUncertainty time.Duration
+	// TrustDecisionTime narrows each request's [sent, received] to the
+	// decision time the target reported (the record's decision_us), mapped
+	// to the harness clock through the clock offset and widened by its
+	// uncertainty and Resolution; a report outside [sent, received] is
+	// ignored. Proofs then rest on the target's word. Needs a known clock
+	// offset; off by default.
+	TrustDecisionTime bool
+	// ExpectedStatuses lists 5xx statuses that are part of the declared
+	// behaviour (a fail-closed 503); any other 5xx fails the status check.
+	ExpectedStatuses []int
+	// Faults, when set, describes the faults of a drill: requests during a
+	// fault and its recovery are judged by the fault checks, not the budget.
+	Faults *Faults
+}
+
+// Rule applies Limits to the requests of matching routes and keys. A
+// request must pass every limit (multi-limit policies are checked limit by
+// limit).
+type Rule struct {
+	// Route is matched against a record's route: "" matches every route, a
+	// trailing "*" matches by prefix, anything else must be equal.
+	Route string
+	// Key is matched against a record's key the same way (a plan's keys
+	// sharing a prefix, say); "" matches every key.
+	Key string
+	// Cost, when above 0, is the cost of every matching request, replacing
+	// the recorded one (for histories that lack costs, such as vegeta's).
+	Cost int64
+	// Limits are the limits in force, in limiter.Limit terms.
+	Limits []limiter.Limit
+	// Tolerance, in units as a fraction of each limit's capacity, loosens the
+	// budget bound and the false-rejection test for approximate algorithms:
+	// 0.1 on a burst of 100 allows 10 units more than the model and calls a
+	// rejection false only when 10 units more would still have fit. Zero for
+	// exact algorithms.
+	Tolerance float64
+}
+
+// match reports whether s matches pattern: "" matches everything, a
+// trailing "*" matches by prefix, anything else must be equal.
+func match(pattern, s string) bool {
+	switch {
+	case pattern == "":
+		return true
+	case strings.HasSuffix(pattern, "*"):
+		return strings.HasPrefix(s, strings.TrimSuffix(pattern, "*"))
+	}
+	return pattern == s
+}
+
+// PolicyFromHeader builds the rules a history's header declares.
+func PolicyFromHeader(h history.Header) (Policy, error) {
+	var p Policy
+	for i, rp := range h.Policies {
+		rule := Rule{Route: rp.Route}
+		for _, spec := range rp.Limits {
+			l, err := limiter.ParseLimit(spec)
+			if err != nil {
+				return Policy{}, fmt.Errorf("%w: header policies[%d]: %w", ErrInvalidPolicy, i, err)
+			}
+			rule.Limits = append(rule.Limits, l)
+		}
+		p.Rules = append(p.Rules, rule)
+	}
+	return p, nil
+}
+
+func (p *Policy) validate() error {
+	if p.Resolution < 0 {
+		return fmt.Errorf("%w: resolution %v is negative", ErrInvalidPolicy, p.Resolution)
+	}
+	if p.ClockUncertainty < 0 {
+		return fmt.Errorf("%w: clock uncertainty %v is negative", ErrInvalidPolicy, p.ClockUncertainty)
+	}
+	for i, r := range p.Rules {
+		if len(r.Limits) == 0 {
+			return fmt.Errorf("%w: rule %d (route %q) has no limits", ErrInvalidPolicy, i, r.Route)
+		}
+		if r.Cost < 0 {
+			return fmt.Errorf("%w: rule %d cost %d is negative", ErrInvalidPolicy, i, r.Cost)
+		}
+		if r.Tolerance < 0 || r.Tolerance > 1 {
+			return fmt.Errorf("%w: rule %d tolerance %v is outside [0, 1]", ErrInvalidPolicy, i, r.Tolerance)
+		}
+		for _, l := range r.Limits {
+			if err := l.Validate(); err != nil {
+				return fmt.Errorf("%w: rule %d: %w", ErrInvalidPolicy, i, err)
+			}
+		}
+	}
+	return nil
+}

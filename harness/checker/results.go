@@ -1,0 +1,308 @@
+package checker
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rlbench/rlbench/harness/history"
+	"github.com/rlbench/rlbench/limiter"
+)
+
+// ruleScope names a rule for results: its route and limits.
+func (r *run) ruleScope(ri int32) string {
+	rule := r.p.Rules[ri]
+	route := rule.Route
+	if route == "" {
+		route = "all routes"
+	}
+	if rule.Key != "" {
+		route += ", keys " + rule.Key
+	}
+	names := make([]string, len(rule.Limits))
+	for i, l := range rule.Limits {
+		names[i] = l.String()
+	}
+	return route + ": " + strings.Join(names, " + ")
+}
+
+// examples is a Proof listing the first request IDs of idx.
+func (r *run) examples(idx []int32) *Proof {
+	if len(idx) == 0 {
+		return nil
+	}
+	q := &r.d.reqs[idx[0]]
+	p := &Proof{Key: r.d.keys[q.key], FromNs: q.sent, ToNs: q.recv}
+	for _, i := range idx[:min(len(idx), maxExamples)] {
+		p.RequestIDs = append(p.RequestIDs, r.d.reqs[i].id)
+	}
+	return p
+}
+
+// falseRejections reports, per rule, the rejections the ideal limiter would
+// have admitted under every timing: no limit of the rule may have rejected
+// them, even with every request of unknown outcome counted as admitted.
+func (r *run) falseRejections() []Result {
+	var out []Result
+	for ri, rule := range r.p.Rules {
+		var rejected int
+		var proven, ifUnknown []int32
+		for i := range r.d.reqs {
+			if r.ruleOf[i] != int32(ri) || r.d.reqs[i].outcome != history.Rejected {
+				continue
+			}
+			rejected++
+			switch {
+			case r.justified[i]&justAll == 0:
+				proven = append(proven, int32(i))
+			case r.justified[i]&justKnown == 0:
+				ifUnknown = append(ifUnknown, int32(i))
+			}
+		}
+		res := Result{Name: CheckFalseRejections, Scope: r.ruleScope(int32(ri)), Unit: "rejections", Verdict: Pass}
+		if rule.Tolerance > 0 {
+			res.Scope += fmt.Sprintf(" (tolerance %g)", rule.Tolerance)
+		}
+		rate := func(n int) string {
+			if rejected == 0 {
+				return "0%"
+			}
+			return fmt.Sprintf("%.2f%%", 100*float64(n)/float64(rejected))
+		}
+		switch {
+		case len(proven) > 0:
+			res.Verdict, res.Observed, res.Proof = Fail, float64(len(proven)), r.examples(proven)
+			res.Explanation = fmt.Sprintf("%d of %d rejections (%s) had room under every timing; first: request %d", len(proven), rejected, rate(len(proven)), res.Proof.RequestIDs[0])
+		case len(ifUnknown) > 0:
+			res.Verdict, res.Observed, res.Proof = Unknown, float64(len(ifUnknown)), r.examples(ifUnknown)
+			res.Explanation = fmt.Sprintf("%d of %d rejections (%s) had room unless requests of unknown outcome were admitted", len(ifUnknown), rejected, rate(len(ifUnknown)))
+		default:
+			res.Explanation = fmt.Sprintf("none of %d rejections provably had room", rejected)
+		}
+		out = append(out, res)
+	}
+	return out
+}
+
+// retryAfter checks every 429's Retry-After (RFC 9110 §10.2.3, RFC 6585 §4):
+// present, whole seconds >= 1, not shorter than the ideal wait and not more
+// than one second longer, whatever the timing. A Retry-After that only the
+// requests of unknown outcome make wrong gives the verdict unknown.
+func (r *run) retryAfter() Result {
+	res := Result{Name: CheckRetryAfter, Unit: "responses", Verdict: Pass}
+	var bad, doubtful []int32
+	var first, firstDoubt string
+	total := 0
+	for i := range r.d.reqs {
+		q := &r.d.reqs[i]
+		if q.outcome != history.Rejected {
+			continue
+		}
+		total++
+		var why, doubt string
+		ra := q.retryAfter * int64(time.Second) // below MaxInt64 by maxRetryAfter
+		switch {
+		case q.retryAfter == raNone:
+			why = "no Retry-After"
+		case q.retryAfter == raBad:
+			why = "a Retry-After that is neither seconds nor an HTTP-date"
+		case q.retryAfter < 1:
+			why = fmt.Sprintf("Retry-After %d, below 1", q.retryAfter)
+		case r.ruleOf[i] < 0:
+		case ra < r.waitLo[i]:
+			why = fmt.Sprintf("Retry-After %d s, shorter than the ideal wait of at least %v", q.retryAfter, time.Duration(r.waitLo[i]))
+		case r.waitHi[i] != math.MaxInt64 && ra > r.waitHi[i]+int64(time.Second):
+			why = fmt.Sprintf("Retry-After %d s, more than 1 s above the ideal wait of at most %v", q.retryAfter, time.Duration(r.waitHi[i]))
+		case ra < r.waitLoU[i]:
+			doubt = fmt.Sprintf("Retry-After %d s, shorter than the ideal wait of at least %v if the requests of unknown outcome were admitted", q.retryAfter, time.Duration(r.waitLoU[i]))
+		case r.waitHiK[i] != math.MaxInt64 && ra > r.waitHiK[i]+int64(time.Second):
+			doubt = fmt.Sprintf("Retry-After %d s, more than 1 s above the ideal wait of at most %v if the requests of unknown outcome were not admitted", q.retryAfter, time.Duration(r.waitHiK[i]))
+		}
+		switch {
+		case why != "":
+			if len(bad) == 0 {
+				first = fmt.Sprintf("request %d: %s", q.id, why)
+			}
+			bad = append(bad, int32(i))
+		case doubt != "":
+			if len(doubtful) == 0 {
+				firstDoubt = fmt.Sprintf("request %d: %s", q.id, doubt)
+			}
+			doubtful = append(doubtful, int32(i))
+		}
+	}
+	switch {
+	case len(bad) > 0:
+		res.Verdict, res.Observed, res.Proof = Fail, float64(len(bad)), r.examples(bad)
+		res.Explanation = fmt.Sprintf("%d of %d rejections; %s", len(bad), total, first)
+	case len(doubtful) > 0:
+		res.Verdict, res.Observed, res.Proof = Unknown, float64(len(doubtful)), r.examples(doubtful)
+		res.Explanation = fmt.Sprintf("%d of %d rejections; %s", len(doubtful), total, firstDoubt)
+	default:
+		res.Explanation = fmt.Sprintf("all %d rejections carry an honest Retry-After", total)
+	}
+	return res
+}
+
+// maxResetNs is the longest a key under the rule's limits can take to
+// refill completely, plus the clock resolution.
+func (r *run) maxResetNs(ri int32) int64 {
+	var worst int64
+	for _, l := range r.p.Rules[ri].Limits {
+		var ns int64
+		switch l.Algorithm {
+		case limiter.SlidingWindowCounter:
+			ns = 2 * l.PeriodMicros() * 1000
+		case limiter.FixedWindow, limiter.SlidingWindowLog:
+			ns = l.PeriodMicros() * 1000
+		default:
+			interval := math.Ceil(float64(l.Period)/l.Rate) + 1000
+			ns = int64(min(interval*float64(l.Burst), math.MaxInt64/2))
+		}
+		worst = max(worst, ns)
+	}
+	return worst + r.res
+}
+
+// rateLimitFields checks the RateLimit fields (draft-ietf-httpapi-ratelimit-
+// headers, and the X-RateLimit-* convention) against the decision and the
+// model: the limit is one of the policy's, remaining is below the cost on a
+// rejection and no more than the model allows after an admission, and reset
+// is no longer than a full refill.
+func (r *run) rateLimitFields() Result {
+	res := Result{Name: CheckRateLimitFields, Unit: "responses", Verdict: Pass}
+	var bad []int32
+	var first string
+	seen := 0
+	for i := range r.d.reqs {
+		q := &r.d.reqs[i]
+		ri := r.ruleOf[i]
+		if ri < 0 || q.rlLimit < 0 && q.rlRemain < 0 && q.rlReset < 0 || q.outcome == history.Error {
+			continue
+		}
+		seen++
+		limits := r.p.Rules[ri].Limits
+		minRoom := int64(math.MaxInt64)
+		for _, l := range limits {
+			minRoom = min(minRoom, l.Capacity()-q.cost)
+		}
+		var why string
+		switch {
+		case q.rlLimit >= 0 && !slices.ContainsFunc(limits, func(l limiter.Limit) bool { return l.Capacity() == q.rlLimit }):
+			why = fmt.Sprintf("limit %d is not the capacity of any limit of the policy", q.rlLimit)
+		case q.rlRemain >= 0 && q.outcome == history.Rejected && q.rlRemain >= q.cost:
+			why = fmt.Sprintf("rejected with remaining %d, enough for its cost %d", q.rlRemain, q.cost)
+		case q.rlRemain >= 0 && q.outcome == history.Admitted && q.rlRemain > minRoom:
+			why = fmt.Sprintf("remaining %d after an admission of cost %d exceeds the capacity", q.rlRemain, q.cost)
+		case q.rlRemain >= 0 && q.outcome == history.Admitted && q.rlRemain > r.remHi[i]:
+			why = fmt.Sprintf("remaining %d, where the requests surely admitted before it leave at most %d", q.rlRemain, r.remHi[i])
+		case q.rlRemain >= 0 && q.outcome == history.Admitted && r.remLo[i] != math.MaxInt64 && q.rlRemain < r.remLo[i]:
+			why = fmt.Sprintf("remaining %d, where every timing leaves at least %d", q.rlRemain, r.remLo[i])
+		case q.rlReset >= 0 && q.rlReset*int64(time.Second) > r.maxResetNs(ri)+int64(time.Second):
+			why = fmt.Sprintf("reset %d s, longer than a full refill (%v)", q.rlReset, time.Duration(r.maxResetNs(ri)))
+		}
+		if why != "" {
+			if len(bad) == 0 {
+				first = fmt.Sprintf("request %d: %s", q.id, why)
+			}
+			bad = append(bad, int32(i))
+		}
+	}
+	res.Observed = float64(len(bad))
+	switch {
+	case len(bad) > 0:
+		res.Verdict, res.Proof = Fail, r.examples(bad)
+		res.Explanation = fmt.Sprintf("%d of %d responses with RateLimit fields; %s", len(bad), seen, first)
+	case seen == 0:
+		res.Explanation = "no response carried RateLimit fields"
+	default:
+		res.Explanation = fmt.Sprintf("all %d responses with RateLimit fields agree with the model", seen)
+	}
+	return res
+}
+
+// headerStyle flags inconsistent rate-limit header styles: one response whose
+// IETF and X-RateLimit fields disagree, a field that does not parse, or
+// responses of one history using different families of fields.
+func (r *run) headerStyle() Result {
+	res := Result{Name: CheckHeaderStyle, Unit: "responses", Verdict: Pass}
+	const families = styleSeparate | styleCombined | styleX
+	counts := map[uint8]int{}
+	var bad []int32
+	var first string
+	for i := range r.d.reqs {
+		q := &r.d.reqs[i]
+		if f := q.style & families; f != 0 {
+			counts[f]++
+		}
+		if q.style&(styleDisagree|styleMalformed) != 0 {
+			if len(bad) == 0 {
+				what := "IETF RateLimit and X-RateLimit fields disagree"
+				if q.style&styleMalformed != 0 {
+					what = "a rate-limit field does not parse"
+				}
+				first = fmt.Sprintf("request %d: %s", q.id, what)
+			}
+			bad = append(bad, int32(i))
+		}
+	}
+	dominant, dominantN, styled := uint8(0), 0, 0
+	for f, n := range counts {
+		styled += n
+		if n > dominantN || n == dominantN && f < dominant {
+			dominant, dominantN = f, n
+		}
+	}
+	mixed := styled - dominantN
+	res.Observed = float64(len(bad) + mixed)
+	switch {
+	case len(bad) > 0:
+		res.Verdict, res.Proof = Fail, r.examples(bad)
+		res.Explanation = fmt.Sprintf("%d responses with inconsistent fields; %s", len(bad), first)
+	case mixed > 0:
+		res.Verdict = Fail
+		res.Explanation = fmt.Sprintf("%d of %d responses use another family of fields than the rest (%s)", mixed, styled, styleNames(dominant))
+	case styled == 0:
+		res.Explanation = "no rate-limit fields seen"
+	default:
+		res.Explanation = fmt.Sprintf("%d responses, all %s", styled, styleNames(dominant))
+	}
+	return res
+}
+
+func styleNames(s uint8) string {
+	var names []string
+	if s&styleSeparate != 0 {
+		names = append(names, "RateLimit-Limit/-Remaining/-Reset")
+	}
+	if s&styleCombined != 0 {
+		names = append(names, "RateLimit")
+	}
+	if s&styleX != 0 {
+		names = append(names, "X-RateLimit-*")
+	}
+	return strings.Join(names, " with ")
+}
+
+// status checks that no 5xx came back unless the policy expects it, and
+// counts transport errors (no response at all).
+func (r *run) status(rep *Report) Result {
+	res := Result{Name: CheckStatus, Unit: "responses", Verdict: Pass}
+	var bad []int32
+	for i := range r.d.reqs {
+		if st := int(r.d.reqs[i].status); st >= 500 && !slices.Contains(r.p.ExpectedStatuses, st) {
+			bad = append(bad, int32(i))
+		}
+	}
+	res.Observed = float64(len(bad))
+	tail := fmt.Sprintf("%d transport errors, %d requests of unknown outcome", rep.TransportErrors, rep.Unknown)
+	if len(bad) > 0 {
+		res.Verdict, res.Proof = Fail, r.examples(bad)
+		res.Explanation = fmt.Sprintf("%d unexpected 5xx (first: request %d, status %d); %s", len(bad), res.Proof.RequestIDs[0], r.d.reqs[bad[0]].status, tail)
+	} else {
+		res.Explanation = "no unexpected 5xx; " + tail
+	}
+	return res
+}

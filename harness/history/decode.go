@@ -1,0 +1,254 @@
+package history
+
+import "math"
+
+// decodeRecord is a fast path for one record line as this package's Writer
+// writes it: a flat object of the documented fields, strings without escape
+// sequences, integers only. It reports false for anything else (an unknown
+// or differently cased field, an escape, a float, null, a syntax error),
+// and the caller then decodes the line with encoding/json, which stays the
+// definition of the format. rec must be zeroed except for its Headers map.
+func (r *Reader) decodeRecord(line []byte, rec *Record) bool {
+	d := decoder{buf: line, r: r}
+	d.ws()
+	if !d.byte('{') {
+		return false
+	}
+	d.ws()
+	if d.peek() == '}' {
+		d.pos++
+		return d.end()
+	}
+	for {
+		d.ws()
+		name, ok := d.str()
+		if !ok {
+			return false
+		}
+		d.ws()
+		if !d.byte(':') {
+			return false
+		}
+		d.ws()
+		switch string(name) {
+		case "id":
+			v, ok := d.uint()
+			if !ok {
+				return false
+			}
+			rec.ID = v
+		case "key":
+			rec.Key, ok = d.intern()
+		case "instance":
+			rec.Instance, ok = d.intern()
+		case "route":
+			rec.Route, ok = d.intern()
+		case "phase":
+			rec.Phase, ok = d.intern()
+		case "error":
+			var b []byte
+			b, ok = d.str()
+			rec.Error = string(b)
+		case "outcome":
+			var b []byte
+			if b, ok = d.str(); ok {
+				ok = rec.Outcome.UnmarshalText(b) == nil
+			}
+		case "cost":
+			rec.Cost, ok = d.int()
+		case "intended_ns":
+			rec.IntendedNs, ok = d.int()
+		case "sent_ns":
+			rec.SentNs, ok = d.int()
+		case "received_ns":
+			rec.ReceivedNs, ok = d.int()
+		case "decision_us":
+			rec.DecisionUs, ok = d.int()
+		case "status":
+			var v int64
+			v, ok = d.int()
+			rec.Status = int(v)
+		case "headers":
+			ok = d.headers(rec)
+		default:
+			return false
+		}
+		if !ok {
+			return false
+		}
+		d.ws()
+		switch d.next() {
+		case ',':
+		case '}':
+			return d.end()
+		default:
+			return false
+		}
+	}
+}
+
+// maxInterned bounds the Reader's table of repeated strings.
+const maxInterned = 1 << 16
+
+type decoder struct {
+	buf []byte
+	pos int
+	r   *Reader
+}
+
+func (d *decoder) peek() byte {
+	if d.pos < len(d.buf) {
+		return d.buf[d.pos]
+	}
+	return 0
+}
+
+func (d *decoder) next() byte {
+	c := d.peek()
+	d.pos++
+	return c
+}
+
+func (d *decoder) byte(c byte) bool { return d.next() == c }
+
+func (d *decoder) ws() {
+	for d.pos < len(d.buf) {
+		switch d.buf[d.pos] {
+		case ' ', '\t', '\r', '\n':
+			d.pos++
+		default:
+			return
+		}
+	}
+}
+
+// end reports whether only whitespace follows.
+func (d *decoder) end() bool {
+	d.ws()
+	return d.pos == len(d.buf)
+}
+
+// str reads a string without escapes or control characters; the bytes
+// alias the line.
+func (d *decoder) str() ([]byte, bool) {
+	if !d.byte('"') {
+		return nil, false
+	}
+	start := d.pos
+	for d.pos < len(d.buf) {
+		c := d.buf[d.pos]
+		switch {
+		case c == '"':
+			d.pos++
+			return d.buf[start : d.pos-1], true
+		case c == '\\' || c < 0x20 || c >= 0x80: // escapes and non-ASCII: encoding/json's business
+			return nil, false
+		}
+		d.pos++
+	}
+	return nil, false
+}
+
+// intern reads a string, sharing one copy of strings seen before.
+func (d *decoder) intern() (string, bool) {
+	b, ok := d.str()
+	if !ok {
+		return "", false
+	}
+	return d.r.intern(b), true
+}
+
+// intern returns b as a string, sharing one copy of strings seen before
+// (up to maxInterned of them).
+func (r *Reader) intern(b []byte) string {
+	if s, ok := r.interned[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(r.interned) < maxInterned {
+		if r.interned == nil {
+			r.interned = make(map[string]string)
+		}
+		r.interned[s] = s
+	}
+	return s
+}
+
+func (d *decoder) uint() (uint64, bool) {
+	start := d.pos
+	var v uint64
+	for d.pos < len(d.buf) && d.buf[d.pos] >= '0' && d.buf[d.pos] <= '9' {
+		digit := uint64(d.buf[d.pos] - '0')
+		if v > (math.MaxUint64-digit)/10 {
+			return 0, false
+		}
+		v = v*10 + digit
+		d.pos++
+	}
+	n := d.pos - start
+	if n == 0 || n > 1 && d.buf[start] == '0' {
+		return 0, false
+	}
+	switch d.peek() { // a fraction or exponent makes it a float
+	case '.', 'e', 'E':
+		return 0, false
+	}
+	return v, true
+}
+
+func (d *decoder) int() (int64, bool) {
+	neg := d.peek() == '-'
+	if neg {
+		d.pos++
+	}
+	v, ok := d.uint()
+	switch {
+	case !ok:
+		return 0, false
+	case neg && v <= 1<<63:
+		return -int64(v-1) - 1, true
+	case !neg && v < 1<<63:
+		return int64(v), true
+	}
+	return 0, false
+}
+
+// headers reads an object of string values into rec.Headers.
+func (d *decoder) headers(rec *Record) bool {
+	if !d.byte('{') {
+		return false
+	}
+	d.ws()
+	if d.peek() == '}' {
+		d.pos++
+		return true
+	}
+	for {
+		d.ws()
+		name, ok := d.str()
+		if !ok {
+			return false
+		}
+		d.ws()
+		if !d.byte(':') {
+			return false
+		}
+		d.ws()
+		v, ok := d.intern()
+		if !ok {
+			return false
+		}
+		if rec.Headers == nil {
+			rec.Headers = make(map[string]string, 4)
+		}
+		rec.Headers[d.r.intern(name)] = v
+		d.ws()
+		switch d.next() {
+		case ',':
+		case '}':
+			return true
+		default:
+			return false
+		}
+	}
+}

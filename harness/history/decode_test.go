@@ -1,0 +1,49 @@
+package history
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+// FuzzDecodeRecord holds the fast path to encoding/json: whenever it accepts
+// a line, encoding/json accepts it too and decodes the same record.
+func FuzzDecodeRecord(f *testing.F) {
+	for _, seed := range []string{
+		`{"id":3,"key":"alice","instance":"api-0","route":"/v1","cost":2,"intended_ns":-5,"sent_ns":0,"received_ns":10,"status":200,"outcome":"admitted","headers":{"retry-after":"1","ratelimit":"limit=5, remaining=4"},"decision_us":17,"phase":"burst"}`,
+		`{"key":"k","sent_ns":9223372036854775807,"received_ns":-9223372036854775808,"outcome":"error","error":"timeout"}`,
+		`{"key":"k","headers":{}}`,
+		`{}`,
+		` { "key" : "k" , "status" : 429 } `,
+		`{"key":"k\u00e9"}`,
+		`{"Key":"k"}`,
+		`{"cost":1.5}`,
+		`{"cost":01}`,
+		`{"id":-1}`,
+		`{"status":null}`,
+		`{"key":"k",}`,
+		`{"key":"k"}x`,
+		`{"outcome":"maybe"}`,
+		`{"key":"k","key":"j"}`,
+		`{"id":18446744073709551616}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var r Reader
+		var fast Record
+		if !r.decodeRecord(line, &fast) {
+			return
+		}
+		var slow Record
+		if err := json.Unmarshal(line, &slow); err != nil {
+			t.Fatalf("fast path accepted %q, encoding/json: %v", line, err)
+		}
+		if len(slow.Headers) == 0 && len(fast.Headers) == 0 {
+			slow.Headers, fast.Headers = nil, nil
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%q:\nfast %+v\njson %+v", line, fast, slow)
+		}
+	})
+}

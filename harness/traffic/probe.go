@@ -1,0 +1,69 @@
+package traffic
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/rlbench/rlbench/scenarios"
+)
+
+// runProbe checks Retry-After actively: one identity no other phase uses
+// (index Identities.Count) sends up to ph.Requests requests back to back
+// until one is rejected, waits exactly the Retry-After that rejection
+// carried, from the moment it arrived, and retries once on the next
+// instance. The retry must be admitted; the checker judges it from the
+// results, marked with their ProbeRole.
+func (e *engine) runProbe(ctx context.Context, pi int, ph scenarios.Phase, rng *rand.Rand) error {
+	p := e.planner(ph, rng)
+	probeID := e.sc.Identities.Count
+	began := time.Now()
+	e.coll.phaseMeta(pi, func(m *PhaseStats) { m.Began = began })
+	sent := 0
+	defer func() { e.coll.phaseMeta(pi, func(m *PhaseStats) { m.Planned = sent }) }()
+
+	send := func(role ProbeRole, at time.Time, waited time.Duration) *Result {
+		it := item{identity: probeID, route: p.route(), instance: p.instance()}
+		res := e.newResult(pi, ph, it, e.ids(1))
+		res.Probe, res.Waited, res.Intended = role, waited, at
+		e.do(ctx, e.client, it, res)
+		sent++
+		e.coll.add(res)
+		return res
+	}
+	for range ph.Requests {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		res := send(ProbeSend, time.Now(), 0)
+		if res.Status != http.StatusTooManyRequests {
+			continue
+		}
+		wait, ok := RetryAfter(res.Header)
+		e.coll.phaseMeta(pi, func(m *PhaseStats) { m.ProbeRejected, m.ProbeWait = true, wait })
+		if !ok {
+			return nil // a 429 without a usable Retry-After: the header check reports it
+		}
+		at := res.Received.Add(wait)
+		if wait > MaxProbeWait {
+			return fmt.Errorf("phase %s: Retry-After %v is longer than the probe waits (%v)", ph.Name, wait, MaxProbeWait)
+		}
+		t := time.NewTimer(time.Until(at))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		retry := send(ProbeRetry, at, time.Since(res.Received))
+		admitted := retry.Status != 0 && retry.Status < 400
+		e.coll.phaseMeta(pi, func(m *PhaseStats) { m.ProbeRetried, m.ProbeAdmitted = true, admitted })
+		return nil
+	}
+	return nil
+}
+
+// MaxProbeWait bounds the Retry-After a probe waits for before retrying.
+const MaxProbeWait = 2 * time.Minute

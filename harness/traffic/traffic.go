@@ -1,0 +1,507 @@
+// Package traffic fires a scenario's traffic phases at a target and reports
+// every request as it completes, with the time it was meant to be sent, the
+// time it was sent and the time its answer came back.
+//
+// Constant and ramp phases run on an open model through a vegeta Attacker
+// (one per phase) paced by a Schedule; bursts and edge bursts are released
+// over pre-opened connections with net/http (see burst.go for why); phases
+// whose clients honour Retry-After, and the Retry-After probe, drive net/http
+// themselves because each client's sends depend on its earlier answers.
+//
+// Latency is kept in HDR histograms twice: from the actual send and from the
+// intended send, so that a generator that falls behind its schedule shows
+// the delay (coordinated omission) instead of hiding it. A 429 is an
+// outcome, not an error.
+package traffic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rlbench/rlbench/harness/history"
+	"github.com/rlbench/rlbench/scenarios"
+)
+
+// Defaults for the Config fields left zero.
+const (
+	// DefaultWorkers is the number of vegeta workers a phase starts with.
+	DefaultWorkers = 16
+	// DefaultMaxWorkers bounds the concurrent requests of an open-model
+	// phase; when every worker waits on a slow target the generator falls
+	// behind its schedule, which the intended-send latency shows.
+	DefaultMaxWorkers = 512
+	// DefaultMaxConnections bounds the connections to each instance outside
+	// bursts, which open one connection per request.
+	DefaultMaxConnections = 512
+	// DefaultTimeout bounds each request, response body included.
+	DefaultTimeout = 10 * time.Second
+	// DefaultHandoffBuffer is the number of results waiting for the
+	// consumer before further ones are dropped (and counted).
+	DefaultHandoffBuffer = 1 << 16
+	// DefaultLagTolerance is how late after its intended time a request may
+	// be sent and still count as delivered on time. It is generous enough
+	// for a busy two-core machine's scheduling noise, and far below the lag
+	// of a generator that cannot keep up, which grows without bound; the
+	// latency measured from the intended send counts every lag regardless.
+	DefaultLagTolerance = 50 * time.Millisecond
+	// RequestIDHeader carries each request's Result.ID to the target, so
+	// that its logs can be joined with the history.
+	RequestIDHeader = "X-Rlbench-Request"
+)
+
+// Config configures Run. Scenario and BaseURLs are required; the other
+// fields start at the Default constants when zero.
+type Config struct {
+	// Scenario is the validated scenario whose phases are fired.
+	Scenario *scenarios.Scenario
+	// BaseURLs holds one base URL per target instance, such as
+	// "http://127.0.0.1:41234", as many as Scenario.Target.NumInstances().
+	BaseURLs []string
+	// InstanceNames names the instances in results; when nil, instance i is
+	// "instance-i".
+	InstanceNames []string
+	// ClockOffset is the limiter's clock minus the local clock (see
+	// MeasureClockOffset); edge bursts place their halves around window
+	// edges on the limiter's clock.
+	ClockOffset time.Duration
+	// IdentityPrefix is prepended to every API key ("run7-key-0003"), so
+	// that a run on a Redis that outlives it (an external one) starts every
+	// identity with a full budget whatever earlier runs left behind. It is
+	// ignored when identities are client addresses.
+	IdentityPrefix string
+	// OnResult receives every result, from one goroutine, in the order the
+	// results complete. It does not slow the generator: results wait in a
+	// buffer of HandoffBuffer entries and are dropped (Stats.Dropped) when
+	// it is full. May be nil.
+	OnResult func(*Result)
+
+	Workers        uint64
+	MaxWorkers     uint64
+	MaxConnections int
+	Timeout        time.Duration
+	HandoffBuffer  int
+	LagTolerance   time.Duration
+}
+
+func (c *Config) setDefaults() {
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.MaxWorkers == 0 {
+		c.MaxWorkers = DefaultMaxWorkers
+	}
+	c.Workers = min(c.Workers, c.MaxWorkers)
+	if c.MaxConnections == 0 {
+		c.MaxConnections = DefaultMaxConnections
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.HandoffBuffer == 0 {
+		c.HandoffBuffer = DefaultHandoffBuffer
+	}
+	if c.LagTolerance == 0 {
+		c.LagTolerance = DefaultLagTolerance
+	}
+}
+
+// ErrConfig is wrapped by the errors Run returns for an unusable Config.
+var ErrConfig = errors.New("invalid traffic config")
+
+// ProbeRole marks the requests of a RetryAfterProbe phase.
+type ProbeRole uint8
+
+const (
+	// NotProbe is every request outside a probe.
+	NotProbe ProbeRole = iota
+	// ProbeSend is a probe request sent to exhaust the budget.
+	ProbeSend
+	// ProbeRetry is the one retry sent exactly Retry-After after the probe's
+	// first rejection; the limiter must admit it.
+	ProbeRetry
+)
+
+// Result is one request and its answer. Times are on the local monotonic
+// clock; Received is when the response headers arrived (the body is then
+// read and discarded), or when the transport failed.
+type Result struct {
+	// ID is unique within a run, from 1.
+	ID uint64
+	// Phase is the phase's name and PhaseIndex its place in the scenario.
+	Phase      string
+	PhaseIndex int
+	Kind       scenarios.PhaseKind
+	// Identity is the identity as sent (API key or client address).
+	Identity string
+	// IdentityIndex is the identity's index, 0 ≤ IdentityIndex ≤ Count (the
+	// probe uses index Count, an identity no other phase sends).
+	IdentityIndex int
+	Route         string
+	Method        string
+	Cost          int64
+	// Instance is the index of the instance the request went to and
+	// InstanceName its name.
+	Instance     int
+	InstanceName string
+	URL          string
+	// Intended is when the schedule meant the request to be sent; Sent is
+	// when it was handed to the connection.
+	Intended, Sent, Received time.Time
+	// Status is the HTTP status code; 0 when no answer arrived.
+	Status int
+	// Header holds the response headers.
+	Header http.Header
+	// Err is the transport error when Status is 0.
+	Err string
+	// Probe marks the requests of a RetryAfterProbe phase; Waited is how
+	// long a ProbeRetry waited after the rejection it follows.
+	Probe  ProbeRole
+	Waited time.Duration
+}
+
+// Latency is the time from the actual send to the answer.
+func (r *Result) Latency() time.Duration { return r.Received.Sub(r.Sent) }
+
+// LatencyFromIntended is the time from the intended send to the answer:
+// the latency a client on the schedule experienced.
+func (r *Result) LatencyFromIntended() time.Duration { return r.Received.Sub(r.Intended) }
+
+// Record converts r to a history record with times in nanoseconds since
+// start, which must carry a monotonic reading (time.Now()).
+func (r *Result) Record(start time.Time) history.Record {
+	rec := history.Record{
+		ID:         r.ID,
+		Key:        r.Identity,
+		Instance:   r.InstanceName,
+		Route:      r.Route,
+		Cost:       r.Cost,
+		IntendedNs: r.Intended.Sub(start).Nanoseconds(),
+		SentNs:     r.Sent.Sub(start).Nanoseconds(),
+		ReceivedNs: r.Received.Sub(start).Nanoseconds(),
+		Status:     r.Status,
+		Outcome:    history.OutcomeForStatus(r.Status),
+		Error:      r.Err,
+		Headers:    history.RateLimitHeaderValues(r.Header),
+		Phase:      r.Phase,
+	}
+	return rec
+}
+
+// Run fires the scenario's phases in order at cfg.BaseURLs and returns what
+// was delivered. It returns when every phase is done and every result has
+// been handed to OnResult (or dropped), or when ctx is cancelled, with the
+// statistics so far and ctx's error. Errors: ErrConfig for an unusable
+// Config; request failures are results, not errors.
+func Run(ctx context.Context, cfg Config) (*Stats, error) {
+	e, err := newEngine(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer e.transport.CloseIdleConnections()
+	e.coll.start(cfg.OnResult)
+	var runErr error
+	for i, ph := range cfg.Scenario.Phases {
+		if err := ctx.Err(); err != nil {
+			runErr = err
+			break
+		}
+		if err := e.runPhase(ctx, i, ph); err != nil {
+			runErr = err
+			break
+		}
+	}
+	stats := e.coll.finish()
+	if runErr == nil {
+		runErr = ctx.Err()
+	}
+	return stats, runErr
+}
+
+// engine holds what the phases of one run share.
+type engine struct {
+	cfg       Config
+	sc        *scenarios.Scenario
+	bases     []*url.URL
+	baseStrs  []string // bases[i].String(), once
+	names     []string
+	transport *http.Transport
+	client    *http.Client
+	coll      *collector
+
+	mu     sync.Mutex
+	nextID uint64 // last ID handed out
+	rr     uint64 // round-robin position over instances
+}
+
+func newEngine(cfg Config) (*engine, error) {
+	cfg.setDefaults()
+	sc := cfg.Scenario
+	if sc == nil {
+		return nil, fmt.Errorf("%w: no scenario", ErrConfig)
+	}
+	if n := sc.Target.NumInstances(); len(cfg.BaseURLs) != n {
+		return nil, fmt.Errorf("%w: %d base URLs for %d instances", ErrConfig, len(cfg.BaseURLs), n)
+	}
+	if cfg.InstanceNames != nil && len(cfg.InstanceNames) != len(cfg.BaseURLs) {
+		return nil, fmt.Errorf("%w: %d instance names for %d base URLs", ErrConfig, len(cfg.InstanceNames), len(cfg.BaseURLs))
+	}
+	e := &engine{cfg: cfg, sc: sc}
+	for i, raw := range cfg.BaseURLs {
+		u, err := url.Parse(strings.TrimSuffix(raw, "/"))
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("%w: base URL %q is not an http(s) URL", ErrConfig, raw)
+		}
+		e.bases = append(e.bases, u)
+		e.baseStrs = append(e.baseStrs, u.String())
+		name := "instance-" + strconv.Itoa(i)
+		if cfg.InstanceNames != nil {
+			name = cfg.InstanceNames[i]
+		}
+		e.names = append(e.names, name)
+	}
+	e.transport = newTransport(cfg.MaxConnections)
+	e.client = &http.Client{
+		Transport:     e.transport,
+		Timeout:       cfg.Timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	e.coll = newCollector(sc.Phases, cfg)
+	return e, nil
+}
+
+// newTransport returns a keep-alive HTTP/1.1 transport for loopback and LAN
+// targets: no proxy, no compression, bounded connections per host.
+func newTransport(maxConns int) *http.Transport {
+	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		DialContext:         d.DialContext,
+		MaxIdleConns:        0,
+		MaxIdleConnsPerHost: maxConns,
+		MaxConnsPerHost:     maxConns,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   false,
+		TLSHandshakeTimeout: 5 * time.Second,
+	}
+}
+
+func (e *engine) runPhase(ctx context.Context, i int, ph scenarios.Phase) error {
+	rng := newRand(e.sc.Seed, i)
+	switch ph.Kind {
+	case scenarios.Constant:
+		sched := NewConstantSchedule(ph.Rate, ph.Duration)
+		if ph.HonorRetryAfter {
+			return e.runHonouring(ctx, i, ph, sched, rng)
+		}
+		return e.runVegeta(ctx, i, ph, sched, rng)
+	case scenarios.Ramp:
+		sched := NewRampSchedule(ph.From, ph.To, ph.Duration)
+		if ph.HonorRetryAfter {
+			return e.runHonouring(ctx, i, ph, sched, rng)
+		}
+		return e.runVegeta(ctx, i, ph, sched, rng)
+	case scenarios.Burst:
+		return e.runBurst(ctx, i, ph, rng)
+	case scenarios.EdgeBurst:
+		return e.runEdgeBurst(ctx, i, ph, rng)
+	case scenarios.Idle:
+		e.coll.phaseMeta(i, func(m *PhaseStats) { m.Began = time.Now() })
+		t := time.NewTimer(ph.Duration)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		e.coll.phaseMeta(i, func(m *PhaseStats) { m.Ended = time.Now() })
+		return ctx.Err()
+	case scenarios.RetryAfterProbe:
+		return e.runProbe(ctx, i, ph, rng)
+	}
+	return fmt.Errorf("%w: phase %s: unknown kind %q", ErrConfig, ph.Name, ph.Kind)
+}
+
+// newRand returns the RNG of phase i: seeded by the scenario and the
+// phase's place, so that one phase's plan does not depend on another's.
+func newRand(seed int64, i int) *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(seed), uint64(i)+1))
+}
+
+// ids reserves n consecutive result IDs and returns the first.
+func (e *engine) ids(n int) uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	first := e.nextID + 1
+	e.nextID += uint64(n)
+	return first
+}
+
+// item is one planned request: who sends it, where and on which route.
+type item struct {
+	identity int
+	route    int // index into Scenario.Target.Routes
+	instance int
+}
+
+// planner draws items with a phase's seeded RNG.
+type planner struct {
+	e       *engine
+	rng     *rand.Rand
+	zipf    *rand.Zipf
+	routes  []int     // indexes into Target.Routes
+	cumul   []float64 // cumulative route weights
+	sumW    float64
+	random  bool
+	idCount int
+}
+
+func (e *engine) planner(ph scenarios.Phase, rng *rand.Rand) *planner {
+	p := &planner{e: e, rng: rng, random: e.sc.Target.Spread == scenarios.Random, idCount: e.sc.Identities.Count}
+	if e.sc.Identities.Distribution == scenarios.Zipf && p.idCount > 1 {
+		p.zipf = rand.NewZipf(rng, e.sc.Identities.S, 1, uint64(p.idCount-1))
+	}
+	for _, rw := range ph.Routes {
+		for j, rt := range e.sc.Target.Routes {
+			if rt.Path == rw.Path {
+				p.routes = append(p.routes, j)
+				p.sumW += rw.Weight
+				p.cumul = append(p.cumul, p.sumW)
+			}
+		}
+	}
+	return p
+}
+
+func (p *planner) identity() int {
+	id := p.e.sc.Identities
+	switch {
+	case p.idCount == 1:
+		return 0
+	case id.Distribution == scenarios.Hot:
+		if p.rng.Float64() < id.Share {
+			return 0
+		}
+		return 1 + p.rng.IntN(p.idCount-1)
+	case p.zipf != nil:
+		return int(p.zipf.Uint64())
+	}
+	return p.rng.IntN(p.idCount)
+}
+
+func (p *planner) route() int {
+	if len(p.routes) == 1 {
+		return p.routes[0]
+	}
+	x := p.rng.Float64() * p.sumW
+	for i, c := range p.cumul {
+		if x < c {
+			return p.routes[i]
+		}
+	}
+	return p.routes[len(p.routes)-1]
+}
+
+func (p *planner) instance() int {
+	n := len(p.e.bases)
+	if p.random {
+		return p.rng.IntN(n)
+	}
+	p.e.mu.Lock()
+	defer p.e.mu.Unlock()
+	i := int(p.e.rr % uint64(n))
+	p.e.rr++
+	return i
+}
+
+func (p *planner) next() item {
+	return item{identity: p.identity(), route: p.route(), instance: p.instance()}
+}
+
+func (p *planner) plan(n int) []item {
+	items := make([]item, n)
+	for i := range items {
+		items[i] = p.next()
+	}
+	return items
+}
+
+// target is the method, URL and headers of an item's request.
+func (e *engine) target(it item, id uint64) (method, u string, h http.Header) {
+	rt := e.sc.Target.Routes[it.route]
+	h = make(http.Header, 2)
+	h.Set(e.sc.Identities.Header, e.key(it.identity))
+	h.Set(RequestIDHeader, strconv.FormatUint(id, 10))
+	return rt.Method, e.baseStrs[it.instance] + rt.Path, h
+}
+
+// key is identity i as sent: the scenario's key, after IdentityPrefix for
+// API keys.
+func (e *engine) key(i int) string {
+	k := e.sc.Identities.Key(i)
+	if e.sc.Identities.Carry == scenarios.APIKey {
+		return e.cfg.IdentityPrefix + k
+	}
+	return k
+}
+
+// newResult fills the fields of a result that come from the plan.
+func (e *engine) newResult(pi int, ph scenarios.Phase, it item, id uint64) *Result {
+	rt := e.sc.Target.Routes[it.route]
+	method, u, _ := e.target(it, id)
+	return &Result{
+		ID: id, Phase: ph.Name, PhaseIndex: pi, Kind: ph.Kind,
+		Identity: e.key(it.identity), IdentityIndex: it.identity,
+		Route: rt.Path, Method: method, Cost: rt.Cost,
+		Instance: it.instance, InstanceName: e.names[it.instance], URL: u,
+	}
+}
+
+// do sends one request on client and fills res's times, status and headers.
+func (e *engine) do(ctx context.Context, client *http.Client, it item, res *Result) {
+	req, err := e.request(ctx, it, res.ID)
+	if err != nil {
+		res.Sent = time.Now()
+		res.Received = res.Sent
+		res.Err = err.Error()
+		return
+	}
+	send(client, req, res)
+}
+
+// request builds the request of an item.
+func (e *engine) request(ctx context.Context, it item, id uint64) (*http.Request, error) {
+	method, u, h := e.target(it, id)
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header = h
+	return req, nil
+}
+
+// send sends req on client and fills res's times, status and headers. The
+// body is read and discarded so the connection can be reused.
+func send(client *http.Client, req *http.Request, res *Result) {
+	res.Sent = time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		res.Received = time.Now()
+		res.Err = err.Error()
+		return
+	}
+	res.Received = time.Now()
+	_, err = discard(resp)
+	res.Status = resp.StatusCode
+	res.Header = resp.Header
+	if err != nil {
+		res.Err = err.Error()
+	}
+}

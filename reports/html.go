@@ -1,0 +1,367 @@
+package reports
+
+import (
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/rlbench/rlbench/harness/checker"
+	"github.com/rlbench/rlbench/harness/history"
+	"github.com/rlbench/rlbench/harness/runrecord"
+)
+
+//go:embed report.tmpl.html
+var reportTemplate string
+
+var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
+	"mul100": func(f float64) float64 { return 100 * f },
+}).Parse(reportTemplate))
+
+// WriteHTML writes run as one self-contained HTML page: the verdict of every
+// check (failures first, each with its proof one click away), the run's
+// metadata, then per scenario the charts as inline SVG and the requests of
+// every failed check. The page loads nothing: no script, font, image or
+// style from anywhere, and it prints. Its content depends on run alone, so
+// the same run always renders the same bytes. Errors are those of w.
+func WriteHTML(w io.Writer, run *Run) error {
+	pg := buildPage(run)
+	if err := htmlTemplate.Execute(w, pg); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+type fact struct{ Label, Value string }
+
+type page struct {
+	Verdict       string
+	VerdictClass  string
+	Meta          []fact
+	Overview      []overviewRow
+	Checks        []checkRow
+	Failed        int
+	Unknown       int
+	Passed        int
+	Sections      []section
+	GeneratedNote string
+}
+
+type overviewRow struct {
+	Name, Anchor, Verdict, VerdictClass string
+	Seed, Redis, Instances, Duration    string
+}
+
+type checkRow struct {
+	Scenario, ScenarioAnchor     string
+	Label, Verdict, VerdictClass string
+	Observed, Bound, Unit        string
+	Explanation                  string
+	Proof                        *proofView
+}
+
+type proofView struct {
+	Anchor     string
+	Check      string
+	Key        string
+	Interval   string
+	RequestIDs string
+	Instances  []checker.InstanceShare
+	Rows       []requestRow
+	Summary    string
+	Missing    string
+}
+
+type requestRow struct {
+	ID, Key, Instance, Route, Cost, Sent, Received, Status, Outcome, RetryAfter string
+	Named                                                                       bool
+}
+
+type section struct {
+	Name, Anchor, Verdict, VerdictClass, Description string
+	Facts                                            []fact
+	Phases                                           []runrecord.PhaseRecord
+	Latency                                          []latencyRow
+	Charts                                           []chart
+	Proofs                                           []*proofView
+	Problem                                          string
+}
+
+type latencyRow struct {
+	Route, Kind string
+	Values      []string
+}
+
+// latencyQuantiles are the percentiles the latency table lists.
+var latencyQuantiles = []float64{50, 90, 99, 99.9, 100}
+
+func verdictText(v checker.Verdict) (text, class string) {
+	switch v {
+	case checker.Pass:
+		return "✓ pass", "pass"
+	case checker.Fail:
+		return "✗ FAIL", "fail"
+	}
+	return "? unknown", "unknown"
+}
+
+func verdictRank(v checker.Verdict) int {
+	switch v {
+	case checker.Fail:
+		return 0
+	case checker.Pass:
+		return 2
+	}
+	return 1
+}
+
+func buildPage(run *Run) *page {
+	pg := &page{}
+	pg.Verdict, pg.VerdictClass = verdictText(run.Summary.Verdict)
+	pg.Meta = metaFacts(run)
+	for _, sc := range run.Scenarios {
+		pg.Overview = append(pg.Overview, overviewOf(sc))
+		proofs := proofViews(sc)
+		sec := sectionOf(sc, proofs)
+		for _, r := range sc.Summary.Checks {
+			v, cls := verdictText(r.Verdict)
+			row := checkRow{
+				Scenario: sc.Summary.Name, ScenarioAnchor: anchor(sc.Summary.Name, ""),
+				Label: CheckLabel(r), Verdict: v, VerdictClass: cls,
+				Observed: FormatNumber(r.Observed), Bound: FormatNumber(r.Bound), Unit: r.Unit, Explanation: r.Explanation,
+			}
+			if r.Verdict != checker.Pass {
+				for _, pv := range proofs {
+					if pv.Check == CheckLabel(r) && row.Proof == nil {
+						row.Proof = pv
+					}
+				}
+			}
+			switch r.Verdict {
+			case checker.Fail:
+				pg.Failed++
+			case checker.Pass:
+				pg.Passed++
+			default:
+				pg.Unknown++
+			}
+			pg.Checks = append(pg.Checks, row)
+		}
+		pg.Sections = append(pg.Sections, sec)
+	}
+	slices.SortStableFunc(pg.Checks, func(a, b checkRow) int {
+		return verdictRank(checker.Verdict(a.VerdictClass)) - verdictRank(checker.Verdict(b.VerdictClass))
+	})
+	return pg
+}
+
+func metaFacts(run *Run) []fact {
+	var fs []fact
+	if rec := run.Record; rec != nil {
+		m := rec.Meta
+		version := m.Version
+		if m.Commit != "" {
+			version += " (commit " + m.Commit + ")"
+		}
+		fs = append(fs,
+			fact{"rlbench", version},
+			fact{"Go", m.GoVersion},
+			fact{"machine", fmt.Sprintf("%s %s/%s, %d CPUs", m.Hostname, m.OS, m.Arch, m.CPUs)},
+			fact{"start", m.Start.UTC().Format(time.RFC3339)},
+			fact{"duration", m.Duration.Round(time.Millisecond).String()},
+		)
+		var redis []string
+		for _, s := range rec.Scenarios {
+			if r := redisLabel(s.Redis); r != "" && !slices.Contains(redis, r) {
+				redis = append(redis, r)
+			}
+		}
+		if len(redis) > 0 {
+			fs = append(fs, fact{"Redis", strings.Join(redis, "; ")})
+		}
+	} else {
+		fs = append(fs, fact{"run record", "run.json is absent: software, machine and load are unknown"})
+	}
+	fs = append(fs, fact{"summary written", run.Summary.Generated.UTC().Format(time.RFC3339)})
+	return fs
+}
+
+func redisLabel(r runrecord.RedisInfo) string {
+	switch {
+	case r.Provider == "" && r.Version == "":
+		return ""
+	case r.Version == "":
+		return r.Provider
+	}
+	return fmt.Sprintf("%s, Redis %s", r.Provider, r.Version)
+}
+
+func overviewOf(sc *Scenario) overviewRow {
+	row := overviewRow{Name: sc.Summary.Name, Anchor: anchor(sc.Summary.Name, "")}
+	row.Verdict, row.VerdictClass = verdictText(sc.Summary.Verdict)
+	if rec := sc.Record; rec != nil {
+		row.Seed = strconv.FormatInt(rec.Seed, 10)
+		row.Redis = redisLabel(rec.Redis)
+		row.Instances = strconv.Itoa(len(rec.Instances))
+		row.Duration = rec.Duration.Round(time.Millisecond).String()
+	}
+	return row
+}
+
+func sectionOf(sc *Scenario, proofs []*proofView) section {
+	s := section{Name: sc.Summary.Name, Anchor: anchor(sc.Summary.Name, ""), Proofs: proofs}
+	s.Verdict, s.VerdictClass = verdictText(sc.Summary.Verdict)
+	if rec := sc.Record; rec != nil {
+		s.Description = rec.Description
+		s.Facts = append(s.Facts,
+			fact{"seed", strconv.FormatInt(rec.Seed, 10)},
+			fact{"start", rec.Start.UTC().Format(time.RFC3339Nano)},
+			fact{"duration", rec.Duration.Round(time.Millisecond).String()},
+			fact{"Redis", orDash(redisLabel(rec.Redis))},
+			fact{"instances", orDash(strings.Join(rec.Instances, ", "))},
+			fact{"clock offset", fmt.Sprintf("%v ± %v", rec.ClockOffset, rec.ClockUncertainty)},
+		)
+		if rec.Source != "" {
+			s.Facts = append(s.Facts, fact{"scenario file", rec.Source})
+		}
+		var routes []string
+		for _, rt := range rec.Routes {
+			r := fmt.Sprintf("%s cost %d", rt.Path, rt.Cost)
+			switch {
+			case rt.Baseline:
+				r += " (baseline, no limiter)"
+			case len(rt.Limits) > 0:
+				r += ": " + strings.Join(rt.Limits, " + ")
+			}
+			routes = append(routes, r)
+		}
+		if len(routes) > 0 {
+			s.Facts = append(s.Facts, fact{"routes", strings.Join(routes, "; ")})
+		}
+		if rec.Dropped > 0 {
+			s.Facts = append(s.Facts, fact{"dropped results", strconv.Itoa(rec.Dropped)})
+		}
+		s.Phases = rec.Phases
+		s.Latency = latencyRows(rec)
+		if rec.Error != "" {
+			s.Problem = "The scenario could not run: " + rec.Error
+		}
+	}
+	if d := sc.digest; d != nil {
+		s.Facts = append(s.Facts, fact{"history", fmt.Sprintf("%d requests, %d keys, %d on routes without limits", d.records, len(d.keys), d.unrouted)})
+	}
+	s.Charts = append(s.Charts, outcomesChart(sc))
+	s.Charts = append(s.Charts, budgetCharts(sc)...)
+	s.Charts = append(s.Charts, instancesChart(sc))
+	s.Charts = append(s.Charts, latencyCharts(sc)...)
+	s.Charts = append(s.Charts, retryChart(sc))
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+func latencyRows(rec *runrecord.ScenarioRecord) []latencyRow {
+	var rows []latencyRow
+	for _, route := range slices.Sorted(maps.Keys(rec.Latency)) {
+		l := rec.Latency[route]
+		if vals := quantiles(l.FromIntended); vals != nil {
+			rows = append(rows, latencyRow{Route: route, Kind: "from intended send", Values: vals})
+		}
+		if vals := quantiles(l.FromSent); vals != nil {
+			rows = append(rows, latencyRow{Route: route, Kind: "from actual send", Values: vals})
+		}
+	}
+	return rows
+}
+
+// quantiles formats a snapshot's latencyQuantiles in ms; nil when empty.
+func quantiles(s *hdrhistogram.Snapshot) []string {
+	if s == nil {
+		return nil
+	}
+	h := hdrhistogram.Import(s)
+	if h.TotalCount() == 0 {
+		return nil
+	}
+	out := make([]string, len(latencyQuantiles))
+	for i, q := range latencyQuantiles {
+		out[i] = strconv.FormatFloat(float64(h.ValueAtQuantile(q))/1000, 'f', 3, 64)
+	}
+	return out
+}
+
+func proofViews(sc *Scenario) []*proofView {
+	var out []*proofView
+	n := 0
+	for _, r := range sc.Summary.Checks {
+		if r.Verdict == checker.Pass || r.Proof == nil {
+			continue
+		}
+		p := r.Proof
+		pv := &proofView{
+			Anchor: anchor(sc.Summary.Name, fmt.Sprintf("proof-%d", n)), Check: CheckLabel(r), Key: p.Key,
+			Interval:  fmt.Sprintf("%s – %s after the start (%d ns – %d ns; %s long)", formatMs(p.FromNs), formatMs(p.ToNs), p.FromNs, p.ToNs, formatDuration(p.ToNs-p.FromNs)),
+			Instances: p.Instances,
+		}
+		ids := make([]string, len(p.RequestIDs))
+		for i, id := range p.RequestIDs {
+			ids[i] = strconv.FormatUint(id, 10)
+		}
+		pv.RequestIDs = strings.Join(ids, ", ")
+		var pd *proofDigest
+		if sc.digest != nil && n < len(sc.digest.proofs) {
+			pd = sc.digest.proofs[n]
+		}
+		switch {
+		case pd == nil:
+			pv.Missing = "The requests cannot be listed: " + orDash(sc.HistoryError)
+		default:
+			// Bold marks the named requests only when others are listed too.
+			mark := false
+			for _, rec := range pd.rows {
+				mark = mark || !pd.ids[rec.ID]
+			}
+			for _, rec := range pd.rows {
+				pv.Rows = append(pv.Rows, requestRowOf(&rec, mark && pd.ids[rec.ID]))
+			}
+			pv.Summary = fmt.Sprintf("%d requests named by the proof or of its key on a limited route within the interval: %d admitted (%d units), %d rejected, %d errors",
+				pd.total, pd.byOut[0], pd.units[0], pd.byOut[1], pd.byOut[2])
+			if len(pd.rows) < pd.total {
+				pv.Summary += fmt.Sprintf("; %d are listed, the named ones first", len(pd.rows))
+			}
+			pv.Summary += "."
+			if mark {
+				pv.Summary += " Bold: the requests the proof names."
+			}
+		}
+		out = append(out, pv)
+		n++
+	}
+	return out
+}
+
+func requestRowOf(r *history.Record, named bool) requestRow {
+	ra := r.Headers["retry-after"]
+	return requestRow{
+		ID: strconv.FormatUint(r.ID, 10), Key: r.Key, Instance: r.Instance, Route: r.Route,
+		Cost: strconv.FormatInt(r.Cost, 10), Sent: formatMs(r.SentNs), Received: formatMs(r.ReceivedNs),
+		Status: strconv.Itoa(r.Status), Outcome: r.Outcome.String(), RetryAfter: ra, Named: named,
+	}
+}
+
+// formatMs prints ns since the start in milliseconds with microsecond precision.
+func formatMs(ns int64) string {
+	return strconv.FormatFloat(float64(ns)/1e6, 'f', 3, 64) + " ms"
+}

@@ -1,0 +1,484 @@
+package reports
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+
+	"github.com/rlbench/rlbench/harness/checker"
+	"github.com/rlbench/rlbench/harness/history"
+	"github.com/rlbench/rlbench/harness/runrecord"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden report and the shipped run under testdata/")
+
+const (
+	goldenReport = "testdata/report.golden.html"
+	shippedRun   = "testdata/run"
+)
+
+func render(t *testing.T, dir string) []byte {
+	t.Helper()
+	run, err := LoadRun(dir)
+	if err != nil {
+		t.Fatalf("LoadRun: %v", err)
+	}
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, run); err != nil {
+		t.Fatalf("WriteHTML: %v", err)
+	}
+	return buf.Bytes()
+}
+
+// TestGolden renders the fixed, seeded synthetic run and compares the page
+// with the golden file; -update rewrites it and the shipped copy of the run.
+func TestGolden(t *testing.T) {
+	dir := t.TempDir()
+	writeSynthRun(t, dir, goldenScenarios)
+	got := render(t, dir)
+	if again := render(t, dir); !bytes.Equal(got, again) {
+		t.Fatal("two renderings of one run differ")
+	}
+	if *update {
+		if err := os.WriteFile(goldenReport, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.RemoveAll(shippedRun); err != nil {
+			t.Fatal(err)
+		}
+		writeSynthRun(t, shippedRun, goldenScenarios)
+	}
+	want, err := os.ReadFile(goldenReport)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("report differs from %s (%d bytes, want %d); inspect and run with -update", goldenReport, len(got), len(want))
+	}
+	if shipped := render(t, shippedRun); !bytes.Equal(shipped, want) {
+		t.Fatalf("the run in %s renders differently from %s; run with -update", shippedRun, goldenReport)
+	}
+}
+
+// element returns the elements of the tree under n for which keep is true.
+func elements(n *html.Node, keep func(*html.Node) bool) []*html.Node {
+	var out []*html.Node
+	for c := range n.Descendants() {
+		if c.Type == html.ElementNode && keep(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+func hasClass(n *html.Node, class string) bool {
+	return strings.Contains(" "+attr(n, "class")+" ", " "+class+" ")
+}
+
+func parse(t *testing.T, page []byte) *html.Node {
+	t.Helper()
+	doc, err := html.Parse(bytes.NewReader(page))
+	if err != nil {
+		t.Fatalf("the page does not parse: %v", err)
+	}
+	return doc
+}
+
+// TestPageStructure checks what the golden comparison cannot say: the page
+// loads nothing, every chart is drawn, and failures come first with their
+// proofs one click away.
+func TestPageStructure(t *testing.T) {
+	dir := t.TempDir()
+	writeSynthRun(t, dir, goldenScenarios)
+	page := render(t, dir)
+	doc := parse(t, page)
+
+	for _, scheme := range []string{"http://", "https://", "//fonts", "url("} {
+		if i := bytes.Index(page, []byte(scheme)); i >= 0 {
+			t.Errorf("the page holds %q at byte %d: %q", scheme, i, page[max(0, i-60):min(len(page), i+60)])
+		}
+	}
+	for _, tag := range []string{"script", "link", "img", "iframe", "object", "embed", "image"} {
+		if n := elements(doc, func(n *html.Node) bool { return n.Data == tag }); len(n) > 0 {
+			t.Errorf("the page has %d <%s> elements", len(n), tag)
+		}
+	}
+	for _, n := range elements(doc, func(*html.Node) bool { return true }) {
+		for _, a := range n.Attr {
+			if (a.Key == "href" || a.Key == "src" || a.Key == "xlink:href") && !strings.HasPrefix(a.Val, "#") {
+				t.Errorf("<%s %s=%q> leaves the page", n.Data, a.Key, a.Val)
+			}
+		}
+	}
+
+	ids := map[string]bool{}
+	for _, n := range elements(doc, func(n *html.Node) bool { return attr(n, "id") != "" }) {
+		if ids[attr(n, "id")] {
+			t.Errorf("id %q appears twice", attr(n, "id"))
+		}
+		ids[attr(n, "id")] = true
+	}
+	for _, a := range elements(doc, func(n *html.Node) bool { return n.Data == "a" }) {
+		if href := attr(a, "href"); !ids[strings.TrimPrefix(href, "#")] {
+			t.Errorf("link %q points to no element", href)
+		}
+	}
+
+	for _, sc := range goldenScenarios {
+		for _, part := range []string{"outcomes", "budget-0", "instances", "latency", "overhead", "retry-after"} {
+			id := anchor(sc.name, part)
+			figs := elements(doc, func(n *html.Node) bool { return n.Data == "figure" && attr(n, "id") == id })
+			if len(figs) != 1 {
+				t.Errorf("%s: %d figures with id %s, want 1", sc.name, len(figs), id)
+				continue
+			}
+			svgs := elements(figs[0], func(n *html.Node) bool { return n.Data == "svg" })
+			if len(svgs) != 1 {
+				t.Errorf("%s: figure %s has %d svg, want 1 (missing: %v)", sc.name, id, len(svgs), len(elements(figs[0], func(n *html.Node) bool { return hasClass(n, "missing") })) > 0)
+				continue
+			}
+			marks := elements(svgs[0], func(n *html.Node) bool { return n.Data == "path" || n.Data == "text" })
+			if len(marks) < 20 || attr(svgs[0], "viewBox") == "" {
+				t.Errorf("%s: chart %s is empty: %d marks, viewBox %q", sc.name, id, len(marks), attr(svgs[0], "viewBox"))
+			}
+		}
+	}
+
+	table := elements(doc, func(n *html.Node) bool { return n.Data == "table" && hasClass(n, "checks") })
+	if len(table) != 1 {
+		t.Fatalf("%d check tables, want 1", len(table))
+	}
+	rows := elements(table[0], func(n *html.Node) bool { return n.Data == "tr" && attr(n, "class") != "" })
+	firstPass, lastFail := -1, -1
+	for i, r := range rows {
+		switch attr(r, "class") {
+		case "pass":
+			if firstPass < 0 {
+				firstPass = i
+			}
+		case "fail", "unknown":
+			lastFail = i
+			if attr(r, "class") == "fail" && len(elements(r, func(n *html.Node) bool { return n.Data == "details" })) == 0 {
+				t.Errorf("failed check in row %d has no proof details", i)
+			}
+		}
+	}
+	if lastFail < 0 || firstPass < 0 {
+		t.Fatalf("want failing and passing checks in the golden run; last failing row %d, first passing %d", lastFail, firstPass)
+	}
+	if lastFail > firstPass {
+		t.Errorf("a failing check (row %d) comes after a passing one (row %d)", lastFail, firstPass)
+	}
+}
+
+// TestMissingData renders runs lacking parts and checks that each chart
+// without data is replaced by one line saying why, never an empty frame.
+func TestMissingData(t *testing.T) {
+	one := []synthScenario{goldenScenarios[1]}
+	name := one[0].name
+	tests := []struct {
+		name    string
+		mutate  func(t *testing.T, dir string)
+		missing map[string]string // chart part -> text the line must hold
+	}{
+		{
+			name:   "no run.json",
+			mutate: func(t *testing.T, dir string) { remove(t, filepath.Join(dir, RunFile)) },
+			missing: map[string]string{
+				"latency": "No latency distribution", "overhead": "No latency distribution",
+			},
+		},
+		{
+			name:   "no history",
+			mutate: func(t *testing.T, dir string) { remove(t, filepath.Join(dir, name, "history.jsonl.gz")) },
+			missing: map[string]string{
+				"outcomes": "no history was recorded", "budget": "no history was recorded",
+				"instances": "no history was recorded", "retry-after": "no history was recorded",
+			},
+		},
+		{
+			name: "empty history",
+			mutate: func(t *testing.T, dir string) {
+				w, err := history.Create(filepath.Join(dir, name, "history.jsonl.gz"), history.NewHeader(synthStart))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+			},
+			missing: map[string]string{
+				"outcomes": "holds no requests", "instances": "holds no requests",
+				"retry-after": "No request was rejected", "budget": "No request was admitted",
+			},
+		},
+		{
+			name: "no baseline",
+			mutate: func(t *testing.T, dir string) {
+				rr := readRunRecord(t, dir)
+				rr.Scenarios[0].Routes = rr.Scenarios[0].Routes[:1]
+				delete(rr.Scenarios[0].Latency, "/v1/baseline")
+				writeRunRecord(t, dir, rr)
+			},
+			missing: map[string]string{"overhead": "baseline route"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeSynthRun(t, dir, one)
+			tt.mutate(t, dir)
+			doc := parse(t, render(t, dir))
+			for _, fig := range elements(doc, func(n *html.Node) bool { return n.Data == "figure" }) {
+				id := attr(fig, "id")
+				missing := elements(fig, func(n *html.Node) bool { return hasClass(n, "missing") })
+				svgs := elements(fig, func(n *html.Node) bool { return n.Data == "svg" })
+				if len(missing)+len(svgs) != 1 {
+					t.Errorf("figure %s: %d svg and %d missing lines, want exactly one of them", id, len(svgs), len(missing))
+				}
+				for part, want := range tt.missing {
+					if !strings.HasPrefix(id, anchor(name, part)) {
+						continue
+					}
+					if len(missing) != 1 {
+						t.Errorf("figure %s is drawn, want the line %q", id, want)
+						continue
+					}
+					if got := text(missing[0]); !strings.Contains(got, want) {
+						t.Errorf("figure %s says %q, want it to contain %q", id, got, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+func text(n *html.Node) string {
+	var b strings.Builder
+	for c := range n.Descendants() {
+		if c.Type == html.TextNode {
+			b.WriteString(c.Data)
+		}
+	}
+	return b.String()
+}
+
+func remove(t *testing.T, path string) {
+	t.Helper()
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readRunRecord(t *testing.T, dir string) *runrecord.RunRecord {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, RunFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rr, err := runrecord.Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rr
+}
+
+func writeRunRecord(t *testing.T, dir string, rr *runrecord.RunRecord) {
+	t.Helper()
+	f, err := os.Create(filepath.Join(dir, RunFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rr.Write(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadRunErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		is    error
+		want  string
+	}{
+		{name: "no summary", files: map[string]string{}, is: fs.ErrNotExist},
+		{name: "bad summary schema", files: map[string]string{SummaryFile: `{"schema":"other/v9"}`}, want: "schema"},
+		{name: "bad run.json", files: map[string]string{SummaryFile: `{"schema":"rlbench-summary/v1"}`, RunFile: `{"schema":"x"}`}, want: "run record"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, body := range tt.files {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := LoadRun(dir)
+			if err == nil {
+				t.Fatal("LoadRun succeeded, want an error")
+			}
+			if tt.is != nil && !errors.Is(err, tt.is) {
+				t.Errorf("LoadRun error %v, want one wrapping %v", err, tt.is)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("LoadRun error %q, want it to mention %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestWriteRunDir(t *testing.T) {
+	dir := t.TempDir()
+	writeSynthRun(t, dir, goldenScenarios[:1])
+	if err := WriteRunDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := render(t, dir); !bytes.Equal(got, want) {
+		t.Fatal("report.html differs from WriteHTML's output")
+	}
+}
+
+// TestBins checks the timeline's pairwise merging against direct sums.
+func TestBins(t *testing.T) {
+	tests := []struct {
+		name  string
+		width int64
+		times []int64
+	}{
+		{"within the first span", 10, []int64{0, 5, 9, 10, 2399}},
+		{"one doubling", 10, []int64{0, 15, 2400, 4799}},
+		{"many doublings", 1, []int64{3, 1_000_000, 7, 999_999_999}},
+		{"negative time", 10, []int64{-5, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tl := timeline{width: tt.width}
+			var b bins
+			for _, ns := range tt.times {
+				tl.fit(ns)
+				b.add(&tl, ns, 1)
+			}
+			b.sync(&tl)
+			want := make([]int64, displayBins)
+			for _, ns := range tt.times {
+				want[tl.index(ns)]++
+			}
+			for i := range want {
+				if b.v[i] != want[i] {
+					t.Fatalf("bin %d (width %d) = %d, want %d", i, tl.width, b.v[i], want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestRetrySampleIsBounded(t *testing.T) {
+	rd := retryDigest{pending: map[string][]pendingRetry{}, flagged: map[uint64]bool{7: true}, stride: 1}
+	for i := range uint64(10 * maxScatter) {
+		rd.add(&history.Record{ID: 2*i + 1, Key: "k", Outcome: history.Rejected, SentNs: int64(i) * 10, ReceivedNs: int64(i)*10 + 1,
+			Headers: map[string]string{"retry-after": "1"}})
+		rd.add(&history.Record{ID: 2*i + 2, Key: "k", Outcome: history.Admitted, SentNs: int64(i)*10 + 5, ReceivedNs: int64(i)*10 + 6})
+	}
+	if got := len(rd.points); got > maxScatter || got < maxScatter/2 {
+		t.Errorf("kept %d points, want between %d and %d", got, maxScatter/2, maxScatter)
+	}
+	if got, want := len(rd.marked), 1; got != want {
+		t.Errorf("marked points = %d, want %d", got, want)
+	}
+	if got, want := rd.points[1].wait, 4e-9; got != want {
+		t.Errorf("wait = %v, want %v", got, want)
+	}
+}
+
+// Keep the synthetic run's vocabulary honest: its checks must be the
+// checker's, with a failure to render first.
+func TestGoldenRunHasFailure(t *testing.T) {
+	dir := t.TempDir()
+	writeSynthRun(t, dir, goldenScenarios)
+	run, err := LoadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := run.Summary.Verdict, checker.Fail; got != want {
+		t.Fatalf("verdict = %s, want %s", got, want)
+	}
+	if run.Record.Meta.Start.IsZero() || run.Record.Meta.Duration < time.Second {
+		t.Fatalf("run.json meta = %+v", run.Record.Meta)
+	}
+}
+
+func TestWindowPeaks(t *testing.T) {
+	tests := []struct {
+		name               string
+		windows            map[int64]int64
+		first, last, group int64
+		want               []int64
+	}{
+		{"one per window", map[int64]int64{10: 3, 12: 5}, 10, 13, 1, []int64{3, 0, 5, 0}},
+		{"largest of each pair", map[int64]int64{10: 3, 11: 7, 12: 5, 13: 1}, 10, 13, 2, []int64{7, 5}},
+		{"a short last group", map[int64]int64{10: 3, 14: 9}, 10, 14, 4, []int64{3, 9}},
+		{"outside the span", map[int64]int64{9: 30, 15: 30, 11: 2}, 10, 14, 1, []int64{0, 2, 0, 0, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := windowPeaks(tt.windows, tt.first, tt.last, tt.group); !slices.Equal(got, tt.want) {
+				t.Errorf("windowPeaks = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestDataIsText renders a run whose keys are markup and URLs: they must
+// come out as text, in tables and in the charts alike.
+func TestDataIsText(t *testing.T) {
+	hostile := `<script>alert(1)</script><img src="https://example.com/x.png">`
+	sc := goldenScenarios[1]
+	sc.keyPrefix = hostile
+	dir := t.TempDir()
+	writeSynthRun(t, dir, []synthScenario{sc})
+	page := render(t, dir)
+	doc := parse(t, page)
+	for _, tag := range []string{"script", "img"} {
+		if n := elements(doc, func(n *html.Node) bool { return n.Data == tag }); len(n) > 0 {
+			t.Errorf("a key became %d <%s> elements", len(n), tag)
+		}
+	}
+	var inChart, inText bool
+	for c := range doc.Descendants() {
+		if c.Type == html.TextNode && strings.Contains(c.Data, hostile) {
+			inText = true
+			for p := c.Parent; p != nil; p = p.Parent {
+				inChart = inChart || p.Data == "svg"
+			}
+		}
+	}
+	if !inText || !inChart {
+		t.Errorf("the key shows as text: %v, in a chart: %v; want both", inText, inChart)
+	}
+}

@@ -1,0 +1,171 @@
+package reports
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/rlbench/rlbench/harness/checker"
+	"github.com/rlbench/rlbench/harness/history"
+	"github.com/rlbench/rlbench/harness/runrecord"
+)
+
+// File names in a run directory.
+const (
+	SummaryFile = "summary.json"
+	RunFile     = "run.json"
+	ReportFile  = "report.html"
+)
+
+// Run is a run directory loaded for rendering: the verdicts of summary.json,
+// the record of run.json and, per scenario, its history condensed into
+// fixed-size bins for display. The histories are read once and not kept;
+// the checks themselves come from summary.json, never from the bins.
+type Run struct {
+	// Dir is the run directory.
+	Dir string
+	// Summary is summary.json.
+	Summary *checker.Summary
+	// Record is run.json; nil when the directory has none (a re-check
+	// written by `rlbench check --summary`, say).
+	Record *runrecord.RunRecord
+	// Scenarios lists the scenarios in summary.json's order.
+	Scenarios []*Scenario
+}
+
+// Scenario is one scenario of a Run.
+type Scenario struct {
+	// Summary is the scenario's verdicts.
+	Summary checker.ScenarioSummary
+	// Record is the scenario's run.json entry; nil when run.json lacks it.
+	Record *runrecord.ScenarioRecord
+	// HistoryError says why the scenario has no history to chart; empty
+	// when it has one.
+	HistoryError string
+
+	digest *digest
+}
+
+// LoadRun reads summary.json, run.json (when present) and every scenario's
+// history in dir, the histories in parallel, each streamed once. Errors: summary.json missing or malformed, run.json
+// malformed. A missing or malformed history is not an error: the report
+// then says so in place of that scenario's charts.
+func LoadRun(dir string) (*Run, error) {
+	f, err := os.Open(filepath.Join(dir, SummaryFile))
+	if err != nil {
+		return nil, fmt.Errorf("load run: %w", err)
+	}
+	s, err := checker.ReadSummary(f)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("load run %s: %w", dir, err)
+	}
+	run := &Run{Dir: dir, Summary: s}
+	switch f, err := os.Open(filepath.Join(dir, RunFile)); {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("load run: %w", err)
+	default:
+		rec, err := runrecord.Read(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("load run %s: %w", dir, err)
+		}
+		run.Record = rec
+	}
+	var wg sync.WaitGroup
+	for _, ss := range s.Scenarios {
+		sc := &Scenario{Summary: ss, Record: run.scenarioRecord(ss.Name)}
+		run.Scenarios = append(run.Scenarios, sc)
+		wg.Go(func() { sc.loadHistory(dir) })
+	}
+	wg.Wait()
+	return run, nil
+}
+
+func (r *Run) scenarioRecord(name string) *runrecord.ScenarioRecord {
+	if r.Record == nil {
+		return nil
+	}
+	for i := range r.Record.Scenarios {
+		if r.Record.Scenarios[i].Name == name {
+			return &r.Record.Scenarios[i]
+		}
+	}
+	return nil
+}
+
+// loadHistory streams the scenario's history into its digest, or records
+// why it cannot.
+func (sc *Scenario) loadHistory(dir string) {
+	rel := filepath.Join(sc.Summary.Name, "history.jsonl.gz")
+	if sc.Record != nil {
+		if sc.Record.Error != "" {
+			sc.HistoryError = "the scenario could not run: " + sc.Record.Error
+			return
+		}
+		if sc.Record.History != "" {
+			rel = sc.Record.History
+		}
+	}
+	path := filepath.Join(dir, rel)
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			sc.HistoryError = fmt.Sprintf("no history was recorded (%s is missing)", rel)
+		} else {
+			sc.HistoryError = fmt.Sprintf("the history cannot be read: %v", err)
+		}
+		return
+	}
+	defer f.Close()
+	d, err := digestHistory(f, rel, sc.Summary, sc.Record)
+	if err != nil {
+		sc.HistoryError = fmt.Sprintf("the history is malformed: %v", err)
+		return
+	}
+	sc.digest = d
+}
+
+// WriteRunDir renders dir/report.html from the run directory dir; the run
+// command calls it after writing summary.json, run.json and the histories,
+// and `rlbench report` calls it on a saved run. Errors are LoadRun's and
+// those of writing the file.
+func WriteRunDir(dir string) error {
+	run, err := LoadRun(dir)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, ReportFile)
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if err := WriteHTML(f, run); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+// readAll feeds every record of src to d.
+func readAll(src *history.Reader, d *digest) error {
+	var rec history.Record
+	for {
+		err := src.Read(&rec)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		d.add(&rec)
+	}
+}
