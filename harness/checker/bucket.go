@@ -177,7 +177,7 @@ func (m *limitModel) bucketRequests(g []int32, withUnknown bool) {
 	P, R := sc.c[:0], sc.d[:0]
 	for _, i := range g {
 		q := &reqs[i]
-		if admitted(q, withUnknown) {
+		if mayBeCharged(q, withUnknown) {
 			P = append(P, i)
 		}
 		if q.outcome == history.Rejected || withUnknown && reportsRemaining(q) {
@@ -246,7 +246,7 @@ func (m *limitModel) bucketRequests(g []int32, withUnknown bool) {
 	Q := sc.b[:0]
 	for _, i := range g {
 		q := &reqs[i]
-		if admitted(q, !withUnknown) {
+		if surelyCharged(q, !withUnknown) {
 			A = append(A, i)
 		}
 		if q.outcome == history.Rejected || withUnknown && reportsRemaining(q) {

@@ -390,7 +390,7 @@ func (r *run) checkLimit(lim limiter.Limit, tol float64, idx []int32) []Result {
 		}
 		g := idx[lo:hi]
 		lo = hi
-		hasUnknown := slices.ContainsFunc(g, func(i int32) bool { return reqs[i].outcome == history.Error })
+		hasUnknown := slices.ContainsFunc(g, func(i int32) bool { return reqs[i].outcome == history.Error && !reqs[i].undelivered })
 		m.clean = !hasUnknown
 		f := m.budget(g, false)
 		if f.worse(worstKnown) {
@@ -555,7 +555,7 @@ func (r *run) proof(f finding) *Proof {
 	shares := map[uint32]*InstanceShare{}
 	for _, i := range f.group {
 		q := &reqs[i]
-		if q.sent < f.from || q.recv > f.to || !(q.outcome == history.Admitted || f.unknowns && q.outcome == history.Error) {
+		if q.sent < f.from || q.recv > f.to || !admitted(q, f.unknowns) {
 			continue
 		}
 		p.RequestIDs = append(p.RequestIDs, q.id)
@@ -584,8 +584,19 @@ func (r *run) unfaulted(g []int32) []int32 {
 	return slices.DeleteFunc(slices.Clone(g), func(i int32) bool { return r.d.reqs[i].faulted })
 }
 
+// mayBeCharged is the "possibly admitted" side of the per-request checks:
+// admitted, or faulted, or (withUnknown) of unknown outcome.
+func mayBeCharged(q *request, withUnknown bool) bool {
+	return q.faulted || admitted(q, withUnknown)
+}
+
+// surelyCharged is their "surely admitted" side: a faulted request never is.
+func surelyCharged(q *request, withUnknown bool) bool {
+	return !q.faulted && admitted(q, withUnknown)
+}
+
 func admitted(q *request, withUnknown bool) bool {
-	return q.outcome == history.Admitted || withUnknown && q.outcome == history.Error
+	return q.outcome == history.Admitted || withUnknown && q.outcome == history.Error && !q.undelivered
 }
 
 func fmtNum(v float64) string {

@@ -32,6 +32,9 @@ type FaultWindow struct {
 	// LosesState says the store came back empty (a restarted Redis): the
 	// budget is checked separately before and after.
 	LosesState bool
+	// Instance, when set, limits the fault to the requests sent to that
+	// instance (a killed instance); the others are checked as usual.
+	Instance string
 }
 
 // Faults describes a drill: its fault windows and the behaviour the target
@@ -52,22 +55,24 @@ type Faults struct {
 	Recovery time.Duration
 }
 
-// faultZone reports whether q overlaps fault w or its recovery.
-func (f *Faults) inZone(q *request, w FaultWindow, end int64) bool {
-	to := w.ToNs
-	if to == 0 {
-		to = end
-	}
-	return q.recv >= w.FromNs && q.sent <= to+int64(f.Recovery)
+// affects reports whether w concerns q at all (an instance fault concerns
+// only that instance's requests).
+func (d *dataset) affects(q *request, w FaultWindow) bool {
+	return w.Instance == "" || d.insts[q.inst] == w.Instance
 }
 
 // applyFaults prepares a dataset for the ordinary checks and returns the
-// fault checks' results. Requests that overlap a fault or its recovery get
-// an unknown outcome and lose their rate-limit headers: the budget then
-// counts none of them (a fail-open admission is declared behaviour, not an
-// excess), the false-rejection check counts each as possibly admitted (a
-// request that timed out may still have been charged), and no header is
-// judged against a model the fault suspended. Requests after a fault that
+// fault checks' results.
+//
+// A request from a fault's start to the end of its recovery was decided by
+// the failure mode (a fail-open admission, a fallback's local rejection),
+// or by a store that may have run its charge late (a paused Redis runs the
+// scripts queued while it was stopped when it resumes): it is marked
+// faulted, with no outcome or rate-limit headers left to judge. The budget
+// ignores it; the other checks count it as possibly charged but never as
+// surely charged, so it can explain a later rejection but never make one
+// look false; and when it overlapped the fault itself, its decision
+// interval is stretched to the fault's end. Requests after a fault that
 // restarted the store empty are checked as a fresh key ("KEY@restart-N").
 func applyFaults(d *dataset, p Policy, f *Faults) []Result {
 	if f == nil || len(f.Windows) == 0 {
@@ -90,7 +95,7 @@ func applyFaults(d *dataset, p Policy, f *Faults) []Result {
 		}
 	}
 	// Only now, with the fault checks done on the recorded outcomes, hide the
-	// fault zones from the ordinary checks.
+	// faults from the ordinary checks.
 	var restarts []int64
 	for _, w := range f.Windows {
 		if w.LosesState && w.ToNs > 0 {
@@ -102,10 +107,17 @@ func applyFaults(d *dataset, p Policy, f *Faults) []Result {
 	for i := range d.reqs {
 		q := &d.reqs[i]
 		for _, w := range f.Windows {
-			if f.inZone(q, w, end) {
-				q.outcome, q.faulted = history.Error, true
-				q.retryAfter, q.rlLimit, q.rlRemain, q.rlReset, q.style = raNone, -1, -1, -1, 0
-				break
+			to := w.ToNs
+			if to == 0 {
+				to = end
+			}
+			if !d.affects(q, w) || q.recv < w.FromNs || q.sent > to+int64(f.Recovery) {
+				continue
+			}
+			q.faulted, q.outcome = true, history.Error
+			q.retryAfter, q.rlLimit, q.rlRemain, q.rlReset, q.style = raNone, -1, -1, -1, 0
+			if q.sent <= to {
+				q.recv = max(q.recv, to)
 			}
 		}
 		seg := 0
@@ -133,7 +145,7 @@ func faultLatency(d *dataset, f *Faults, w FaultWindow, to int64, scope string) 
 	worst, n := int32(-1), 0
 	for i := range d.reqs {
 		q := &d.reqs[i]
-		if q.sent < w.FromNs || q.sent > to {
+		if !d.affects(q, w) || q.sent < w.FromNs || q.sent > to {
 			continue
 		}
 		n++
@@ -165,7 +177,7 @@ func failureMode(d *dataset, p Policy, f *Faults, w FaultWindow, to int64, scope
 	res := Result{Name: CheckFailureMode, Scope: scope + " " + string(f.Mode), Unit: "requests", Verdict: Pass}
 	var inside, bad []int32
 	for i := range d.reqs {
-		if q := &d.reqs[i]; q.sent >= w.FromNs && q.recv <= to {
+		if q := &d.reqs[i]; d.affects(q, w) && q.sent >= w.FromNs && q.recv <= to {
 			inside = append(inside, int32(i))
 		}
 	}

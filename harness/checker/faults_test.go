@@ -175,3 +175,62 @@ func TestFaultChecks(t *testing.T) {
 		})
 	}
 }
+
+// TestInstanceFault: an instance kill concerns only that instance's
+// requests; the others keep being held to the shared budget, and requests
+// refused by the dead instance are neither admissions nor unknowns.
+func TestInstanceFault(t *testing.T) {
+	refused := func(r *history.Record) { r.Error = "dial tcp 127.0.0.1:9: connect: connection refused" }
+	build := func(extraOnA int) *hist {
+		var h hist
+		for i := range 10 + extraOnA {
+			at := time.Second + time.Duration(i)*10*time.Millisecond
+			h.add("k", at, at+time.Millisecond, history.Admitted, inst("a"))
+			h.add("k", at, at+time.Millisecond, history.Error, inst("b"), refused)
+		}
+		return &h
+	}
+	f := &Faults{
+		Windows: []FaultWindow{{Kind: "instance_kill", FromNs: int64(time.Second), ToNs: int64(3 * time.Second), Instance: "b"}},
+		Timeout: 50 * time.Millisecond, Slack: 50 * time.Millisecond, Recovery: time.Second,
+	}
+	for _, tc := range []struct {
+		extra int
+		want  Verdict
+	}{{0, Pass}, {3, Fail}} {
+		rep := build(tc.extra).checkFaults(t, "gcra:1/1s,burst=10", f)
+		if got := result(t, rep, CheckBudget); got.Verdict != tc.want {
+			t.Errorf("%d extra admissions on the live instance: budget %s (%s), want %s", tc.extra, got.Verdict, got.Explanation, tc.want)
+		}
+		if got := result(t, rep, CheckFaultLatency); got.Verdict != Pass {
+			t.Errorf("fault latency %s: %s", got.Verdict, got.Explanation)
+		}
+	}
+}
+
+// TestPausedStoreChargesLate: a request that timed out while Redis was
+// paused may be charged only when Redis resumes and runs it. Here it is: the
+// third request after the pause is rejected, which only that late charge
+// explains (charged when it was sent, the bucket would have refilled).
+func TestPausedStoreChargesLate(t *testing.T) {
+	var h hist
+	h.add("k", 0, time.Millisecond, history.Admitted)
+	h.add("k", time.Millisecond, 2*time.Millisecond, history.Admitted)
+	h.add("k", time.Second, 1050*time.Millisecond, history.Error, status(0)) // timed out during the pause
+	for i, out := range []history.Outcome{history.Admitted, history.Admitted, history.Rejected} {
+		at := 10*time.Second + time.Duration(i+1)*time.Millisecond
+		h.add("k", at, at+time.Millisecond, out, retryAfter(1))
+	}
+	f := &Faults{Windows: []FaultWindow{{Kind: "redis_pause", FromNs: int64(time.Second), ToNs: int64(10 * time.Second), Unavailable: true}},
+		Timeout: 50 * time.Millisecond, Slack: 50 * time.Millisecond, Recovery: 50 * time.Millisecond}
+	rep := h.checkFaults(t, "gcra:1/1s,burst=3", f)
+	if got := result(t, rep, CheckFalseRejections); got.Verdict == Fail {
+		t.Fatalf("false-rejections = %s (%s): the late charge of the paused request explains the rejection", got.Verdict, got.Explanation)
+	}
+	// Without the fault declared, the same rejection is a proven false one:
+	// the unknown request could only have been charged by 1.05 s.
+	rep = h.checkFaults(t, "gcra:1/1s,burst=3", nil)
+	if got := result(t, rep, CheckFalseRejections); got.Verdict != Fail {
+		t.Fatalf("without the fault: false-rejections = %s (%s), want fail", got.Verdict, got.Explanation)
+	}
+}

@@ -46,9 +46,12 @@ type request struct {
 	status     int16
 	outcome    history.Outcome
 	style      uint8
-	// faulted marks a request during a fault or its recovery: the budget
-	// ignores it, and the other checks take its outcome as unknown.
+	// faulted marks a request during a fault or its recovery, which the
+	// budget does not judge (a fail-open admission is declared behaviour).
 	faulted bool
+	// undelivered marks a request that provably never reached the target
+	// (its connection was refused): it was not admitted.
+	undelivered bool
 }
 
 // dataset holds a history in compact form: per-record structs in one slice,
@@ -103,6 +106,7 @@ func load(src history.Source, narrow narrowing) (*dataset, error) {
 		if len(rec.Headers) > 0 {
 			parseHeaders(&q, rec.Headers, start.Add(time.Duration(rec.ReceivedNs)))
 		}
+		q.undelivered = rec.Status == 0 && strings.Contains(rec.Error, "connection refused")
 		narrow.apply(&q, rec.DecisionUs)
 		d.reqs = append(d.reqs, q)
 	}

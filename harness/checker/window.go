@@ -137,7 +137,7 @@ func (m *limitModel) windowRequests(g []int32, withUnknown bool) {
 	P, R := sc.c[:0], sc.d[:0]
 	for _, i := range g {
 		q := &reqs[i]
-		if admitted(q, withUnknown) {
+		if mayBeCharged(q, withUnknown) {
 			P = append(P, i)
 		}
 		if q.outcome == history.Rejected || withUnknown && reportsRemaining(q) {
@@ -227,7 +227,7 @@ func (m *limitModel) windowRequests(g []int32, withUnknown bool) {
 	A, Q := sc.a[:0], sc.b[:0]
 	for _, i := range g {
 		q := &reqs[i]
-		if admitted(q, !withUnknown) {
+		if surelyCharged(q, !withUnknown) {
 			A = append(A, i)
 		}
 		if (q.outcome == history.Rejected || withUnknown && reportsRemaining(q)) && m.windowOf(q.sent, -unc) == m.windowOf(q.recv, unc) {
@@ -296,7 +296,7 @@ func (m *limitModel) slidingLogRequests(g []int32, withUnknown bool) {
 	P, R := sc.c[:0], sc.d[:0]
 	for _, i := range g {
 		q := &reqs[i]
-		if admitted(q, withUnknown) {
+		if mayBeCharged(q, withUnknown) {
 			P = append(P, i)
 		}
 		if q.outcome == history.Rejected || withUnknown && reportsRemaining(q) {
@@ -356,7 +356,7 @@ func (m *limitModel) slidingLogRequests(g []int32, withUnknown bool) {
 	A, Q := sc.a[:0], sc.b[:0]
 	for _, i := range g {
 		q := &reqs[i]
-		if admitted(q, !withUnknown) {
+		if surelyCharged(q, !withUnknown) {
 			A = append(A, i)
 		}
 		if q.outcome == history.Rejected || withUnknown && reportsRemaining(q) {

@@ -105,6 +105,7 @@ type PhaseRecord struct {
 // ProbeRecord is a Retry-After probe's result.
 type ProbeRecord struct {
 	Rejected bool          `json:"rejected"`
+	Retried  bool          `json:"retried"`
 	Admitted bool          `json:"admitted"`
 	Wait     time.Duration `json:"wait_ns"`
 }
@@ -127,9 +128,11 @@ type LatencyRecord struct {
 // when, in ns since the scenario's start (ToNs 0: never healed).
 type FaultWindow struct {
 	Kind   string `json:"kind"`
-	Target string `json:"target"`
+	Target string `json:"target,omitempty"`
 	FromNs int64  `json:"from_ns"`
 	ToNs   int64  `json:"to_ns"`
+	// Err is what went wrong injecting or healing the fault, if anything.
+	Err string `json:"error,omitempty"`
 }
 
 // Write encodes r as indented JSON.
