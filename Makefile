@@ -21,3 +21,25 @@ deps:
 
 test: deps
 	$(GO) test -race -count=1 ./...
+
+# screenshot renders the report of the run in RUN_DIR with this tree's
+# renderer and photographs its first screen in headless Chromium (Debian
+# package chromium, installed when missing) to SCREENSHOT. RUN_DIR is left
+# untouched; try it on the shipped synthetic run:
+#   make screenshot RUN_DIR=reports/testdata/run
+RUN_DIR    ?= rlbench-out
+SCREENSHOT ?= reports/screenshot.png
+
+.PHONY: screenshot
+screenshot:
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo "installing chromium (Debian package chromium)"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(GO) run ./cmd/rlbench report --out "$$tmp/report.html" $(RUN_DIR) && \
+	timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-background-networking \
+		--disable-component-update --disable-sync --no-first-run --hide-scrollbars \
+		--user-data-dir="$$tmp/profile" --screenshot=$(abspath $(SCREENSHOT)) --window-size=1280,1600 \
+		"file://$$tmp/report.html" && \
+	echo "screenshot of $(RUN_DIR)'s report in $(SCREENSHOT)"

@@ -33,7 +33,7 @@ type synthScenario struct {
 	route      string
 	baseline   string
 	keys       int
-	keyPrefix  string // default "key-"
+	keyPrefix  string  // default "key-"
 	rate       float64 // requests per second on the limited route
 	baseRate   float64 // requests per second on the baseline route
 	fault      *runrecord.FaultWindow

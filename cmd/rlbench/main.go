@@ -23,7 +23,13 @@ type command interface {
 
 // commands lists the subcommands by name.
 var commands = map[string]func() command{
-	"version": func() command { return &versionCommand{stdout: os.Stdout} },
+	"version":  func() command { return &versionCommand{stdout: os.Stdout} },
+	"check":    func() command { return &checkCommand{stdout: os.Stdout} },
+	"serve":    func() command { return &serveCommand{stdout: os.Stdout, stderr: os.Stderr} },
+	"run":      func() command { return &runCommand{stdout: os.Stdout, stderr: os.Stderr} },
+	"list":     func() command { return &listCommand{stdout: os.Stdout} },
+	"validate": func() command { return &validateCommand{stdout: os.Stdout} },
+	"report":   func() command { return &reportCommand{stdout: os.Stdout} },
 }
 
 // Exit codes, as the command line contract in DESIGN.md and the README state.

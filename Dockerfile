@@ -1,0 +1,31 @@
+# syntax=docker/dockerfile:1
+#
+# The rlbench binary in a small image, for docker-compose.yml and CI. Build it
+# from the repository root:
+#
+#   docker build -t rlbench:dev .
+#   docker run --rm -p 8080:8080 rlbench:dev serve --addr 0.0.0.0:8080
+#
+# The image holds redis-server too, so `rlbench run` can start its own Redis
+# (provider process) when no external one is given.
+
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/rlbench ./cmd/rlbench
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends redis-server ca-certificates \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --system --uid 10001 --home-dir /work --create-home rlbench
+COPY --from=build /out/rlbench /usr/local/bin/rlbench
+COPY sampleapi/config/ /etc/rlbench/
+USER rlbench
+WORKDIR /work
+EXPOSE 8080
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["rlbench"]
+CMD ["serve", "--addr", "0.0.0.0:8080"]

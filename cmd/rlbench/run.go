@@ -1,0 +1,162 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rlbench/rlbench/harness/checker"
+	"github.com/rlbench/rlbench/harness/progress"
+	"github.com/rlbench/rlbench/harness/runner"
+	"github.com/rlbench/rlbench/harness/runrecord"
+	"github.com/rlbench/rlbench/reports"
+	"github.com/rlbench/rlbench/scenarios"
+)
+
+// runCommand runs scenarios end to end and gates on their checks.
+type runCommand struct{ stdout, stderr io.Writer }
+
+func (c *runCommand) Usage() string {
+	return `Usage: rlbench run [flags] SCENARIO|DIR|NAME...
+
+Runs each scenario: provisions Redis, starts the sample API instances, fires
+the traffic phases, records every request, checks the history against the
+scenario's policies and writes, under --out:
+
+  summary.json   every scenario's checks (schema rlbench-summary/v1)
+  junit.xml      one test case per check, for CI systems
+  report.html    the report, readable offline
+  NAME/history.jsonl.gz  each scenario's recorded requests
+
+NAME is a shipped scenario (see 'rlbench list'); DIR runs every .yaml in it.
+
+Flags:
+  --out DIR             output directory (default rlbench-out)
+  --redis-provider P    override every scenario's Redis: auto, process,
+                        docker, embedded or external
+  --redis-url URL       the Redis of --redis-provider external
+  --binary PATH         the rlbench executable instances run (default: this one)
+
+Exit codes: 0 every check passed, 1 a check failed (or its verdict is
+unknown), 2 invalid input or a scenario that could not run.
+`
+}
+
+func (c *runCommand) Run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var out, prov, url, binary string
+	fs.StringVar(&out, "out", "rlbench-out", "")
+	fs.StringVar(&prov, "redis-provider", "", "")
+	fs.StringVar(&url, "redis-url", "", "")
+	fs.StringVar(&binary, "binary", "", "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(c.stdout, c.Usage())
+			return err
+		}
+		return usagef("%v", err)
+	}
+	if fs.NArg() == 0 {
+		return usagef("name at least one scenario file, directory or shipped scenario (rlbench list)")
+	}
+	provider := scenarios.Provider(prov)
+	switch provider {
+	case "", scenarios.ProviderAuto, scenarios.ProviderProcess, scenarios.ProviderDocker, scenarios.ProviderEmbedded:
+	case scenarios.ProviderExternal:
+		if url == "" {
+			return usagef("--redis-provider external needs --redis-url")
+		}
+	default:
+		return usagef("--redis-provider %q: use auto, process, docker, embedded or external", prov)
+	}
+	scs, err := scenarios.Load(fs.Args()...)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fmt.Errorf("output directory: %w", err)
+	}
+	r := runner.New(runner.Options{
+		OutDir: out, Binary: binary, Provider: provider, RedisURL: url,
+		Progress: c.stderr, Log: c.stderr, Interactive: progress.Interactive(c.stderr),
+	})
+	start := time.Now()
+	summary := checker.NewSummary(start)
+	record := &runrecord.RunRecord{Schema: runrecord.Schema, Meta: runrecord.NewMeta(Version(), Commit(), start)}
+	var failedToRun []error
+	for _, sc := range scs {
+		o, err := r.Run(ctx, sc)
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted: %w", ctx.Err())
+		}
+		if err != nil {
+			fmt.Fprintf(c.stderr, "rlbench run: %v\n", err)
+			failedToRun = append(failedToRun, err)
+			summary.Add(sc.Name, []checker.Result{{Name: "run", Verdict: checker.Fail, Unit: "scenario", Explanation: err.Error()}})
+			record.Scenarios = append(record.Scenarios, runrecord.ScenarioRecord{Name: sc.Name, Description: sc.Description, Source: sc.Source, Seed: sc.Seed, Error: err.Error()})
+			continue
+		}
+		summary.Add(sc.Name, o.Report.Results)
+		record.Scenarios = append(record.Scenarios, o.Record())
+		printReport(c.stdout, o.Report)
+		fmt.Fprintln(c.stdout)
+	}
+	record.Meta.Duration = time.Since(start)
+	if err := writeOutputs(out, summary, record); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "Verdict: %s. Summary, JUnit and report in %s\n", summary.Verdict, out)
+	switch {
+	case len(failedToRun) > 0:
+		return fmt.Errorf("%d of %d scenarios could not run (see above)", len(failedToRun), len(scs))
+	case summary.Verdict != checker.Pass:
+		return errChecksFailed
+	}
+	return nil
+}
+
+// writeOutputs writes summary.json, run.json, junit.xml, report.html and,
+// when the CI system asks for one, the Markdown step summary.
+func writeOutputs(dir string, s *checker.Summary, record *runrecord.RunRecord) error {
+	if err := writeSummary(filepath.Join(dir, "summary.json"), s); err != nil {
+		return err
+	}
+	if err := createFile(filepath.Join(dir, "run.json"), record.Write); err != nil {
+		return err
+	}
+	if err := createFile(filepath.Join(dir, "junit.xml"), func(w io.Writer) error { return reports.WriteJUnit(w, s) }); err != nil {
+		return err
+	}
+	if err := reports.WriteRunDir(dir); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if path := os.Getenv("GITHUB_STEP_SUMMARY"); path != "" {
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return fmt.Errorf("step summary: %w", err)
+		}
+		defer f.Close()
+		return reports.WriteMarkdown(f, s)
+	}
+	return nil
+}
+
+func createFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/rlbench/rlbench/sampleapi"
+)
+
+// serveCommand runs one instance of the sample API.
+type serveCommand struct{ stdout, stderr io.Writer }
+
+func (c *serveCommand) Usage() string {
+	return `Usage: rlbench serve [flags]
+
+Runs one instance of the sample API (see sampleapi/). Several instances given
+the same --redis share one budget per key. With no --config the embedded
+default configuration is used, with demo keys demo-free-key, demo-pro-key and
+demo-bench-key. Once listening it prints "listening on HOST:PORT" on stdout;
+on SIGTERM or SIGINT it stops accepting and drains in-flight requests.
+
+Flags (each overrides the configuration file):
+  --addr HOST:PORT        listen address; port 0 picks a free port (default 127.0.0.1:8080)
+  --config FILE           YAML configuration (default: the embedded one)
+  --store redis|memory    where limiter state lives (default redis when --redis is set, else memory)
+  --redis URL             Redis URL, as in redis://127.0.0.1:6379/0; client timeouts go in its
+                          query: ?dial_timeout=1s&read_timeout=200ms&max_retries=-1 (-1: no retry)
+  --postgres DSN          read API keys and plans from PostgreSQL instead of the configuration
+  --plan-refresh DURATION bound on plan staleness with --postgres (default 10s)
+  --instance NAME         name in the X-Instance header (default the host name)
+  --headers STYLES        RateLimit header styles: ietf, draft06, legacy, none, comma-separated
+  --shadow                decide and count, never reject
+  --failure-mode MODE     when the store fails: open, closed (503) or fallback (local share);
+                          unset: no resilience wrapper
+  --store-timeout DURATION  bound on each store call with --failure-mode (default 50ms)
+  --instances N           instances sharing the store, for the fallback's share (default 1)
+  --clock-offset DURATION shift this instance's own clock, to simulate skew
+  --shutdown-timeout DURATION  bound on the drain of in-flight requests (default 10s)
+  --log-level LEVEL       debug, info, warn or error (default info)
+`
+}
+
+// serveFlags are the values of serve's flags.
+type serveFlags struct {
+	addr, config, store, redis, postgres, instance, headers, logLevel string
+	failureMode                                                       string
+	planRefresh, shutdownTimeout, storeTimeout, clockOffset           time.Duration
+	instances                                                         int
+	shadow                                                            bool
+}
+
+// parse parses serve's command line; errors are usage errors. It is also
+// what the docker-compose test holds every service's command line to.
+func (c *serveCommand) parse(args []string) (*serveFlags, map[string]bool, error) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f := &serveFlags{}
+	fs.StringVar(&f.addr, "addr", "", "listen address")
+	fs.StringVar(&f.config, "config", "", "YAML configuration file")
+	fs.StringVar(&f.store, "store", "", "redis or memory")
+	fs.StringVar(&f.redis, "redis", "", "Redis URL")
+	fs.StringVar(&f.postgres, "postgres", "", "PostgreSQL DSN for API keys")
+	fs.DurationVar(&f.planRefresh, "plan-refresh", 0, "plan refresh interval")
+	fs.StringVar(&f.instance, "instance", "", "instance name")
+	fs.StringVar(&f.headers, "headers", "", "RateLimit header styles")
+	fs.BoolVar(&f.shadow, "shadow", false, "shadow mode")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 0, "drain bound")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level")
+	fs.StringVar(&f.failureMode, "failure-mode", "", "open, closed or fallback")
+	fs.DurationVar(&f.storeTimeout, "store-timeout", 0, "store call bound")
+	fs.IntVar(&f.instances, "instances", 0, "instances sharing the store")
+	fs.DurationVar(&f.clockOffset, "clock-offset", 0, "clock shift")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, nil, err
+		}
+		return nil, nil, usagef("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return nil, nil, usagef("unexpected argument %q; serve takes flags only", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	return f, set, nil
+}
+
+// config loads the configuration file and applies the flags set on top.
+func (f *serveFlags) configure(set map[string]bool) (sampleapi.Config, error) {
+	cfg, err := sampleapi.LoadConfig(f.config)
+	if err != nil {
+		return cfg, err
+	}
+	str := map[string]*string{"addr": &cfg.Addr, "store": &cfg.Store, "redis": &cfg.Redis, "postgres": &cfg.Postgres, "instance": &cfg.Instance, "headers": &cfg.Headers}
+	val := map[string]string{"addr": f.addr, "store": f.store, "redis": f.redis, "postgres": f.postgres, "instance": f.instance, "headers": f.headers}
+	for name, p := range str {
+		if set[name] {
+			*p = val[name]
+		}
+	}
+	if set["plan-refresh"] {
+		cfg.PlanRefresh = f.planRefresh
+	}
+	if set["shutdown-timeout"] {
+		cfg.ShutdownTimeout = f.shutdownTimeout
+	}
+	if set["shadow"] {
+		cfg.Shadow = f.shadow
+	}
+	if set["failure-mode"] {
+		cfg.FailureMode = f.failureMode
+	}
+	if set["store-timeout"] {
+		cfg.StoreTimeout = f.storeTimeout
+	}
+	if set["instances"] {
+		cfg.Instances = f.instances
+	}
+	if set["clock-offset"] {
+		cfg.ClockOffset = f.clockOffset
+	}
+	if set["redis"] && !set["store"] && cfg.Store == sampleapi.StoreMemory {
+		cfg.Store = sampleapi.StoreRedis // --redis alone means: use it
+	}
+	if cfg.Instance == "" {
+		cfg.Instance, _ = os.Hostname()
+	}
+	return cfg, cfg.Validate()
+}
+
+func (c *serveCommand) Run(ctx context.Context, args []string) error {
+	f, set, err := c.parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(c.stderr, c.Usage())
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return usagef("--log-level %q: use debug, info, warn or error", f.logLevel)
+	}
+	cfg, err := f.configure(set)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level})).With("instance", cfg.Instance)
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	fmt.Fprintf(c.stdout, "listening on %s\n", ln.Addr())
+	if err := sampleapi.Run(ctx, cfg, ln, logger); err != nil {
+		return err
+	}
+	logger.Info("stopped")
+	return nil
+}

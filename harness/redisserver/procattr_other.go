@@ -1,0 +1,9 @@
+//go:build unix && !linux
+
+package redisserver
+
+import "syscall"
+
+// procAttr has no parent-death signal to offer outside Linux; Stop and the
+// test helpers' cleanups are then the only guard against stray servers.
+func procAttr() *syscall.SysProcAttr { return nil }

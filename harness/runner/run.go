@@ -1,0 +1,355 @@
+//go:build unix
+
+// Package runner carries out `rlbench run`: for each scenario it provisions
+// Redis, starts the sample API instances, measures the offset to the
+// limiter's clock, arms the fault schedule, fires the traffic phases while
+// streaming every request into the history, stops everything, and checks
+// the history against the scenario's policies. Data only moves forward:
+// the checker reads the history file, never the target.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlbench/rlbench/harness/checker"
+	"github.com/rlbench/rlbench/harness/faults"
+	"github.com/rlbench/rlbench/harness/history"
+	"github.com/rlbench/rlbench/harness/instances"
+	"github.com/rlbench/rlbench/harness/progress"
+	"github.com/rlbench/rlbench/harness/provider"
+	"github.com/rlbench/rlbench/harness/runrecord"
+	"github.com/rlbench/rlbench/harness/traffic"
+	"github.com/rlbench/rlbench/limiter"
+	"github.com/rlbench/rlbench/scenarios"
+)
+
+// Options configures a Runner.
+type Options struct {
+	// OutDir receives one directory per scenario; it must exist.
+	OutDir string
+	// Binary is the rlbench executable the instances run; empty means
+	// this process's own.
+	Binary string
+	// Provider, when set, overrides every scenario's Redis provider, and
+	// RedisURL is the external Redis's URL.
+	Provider scenarios.Provider
+	RedisURL string
+	// Progress receives the live display and Log the run's messages; nil
+	// discards them.
+	Progress, Log io.Writer
+	// Interactive draws a live bar on Progress instead of periodic lines.
+	Interactive bool
+}
+
+// Outcome is one scenario's run.
+type Outcome struct {
+	Scenario *scenarios.Scenario
+	// Start and Duration bound the traffic, from the first phase to the last answer.
+	Start    time.Time
+	Duration time.Duration
+	// Redis describes the Redis the limiter used: provider, address and
+	// server version; empty for an external target with no Redis.
+	Redis runrecord.RedisInfo
+	// Instances names the instances (or external URLs) the traffic went to.
+	Instances []string
+	// HistoryPath is the recorded history, relative to Options.OutDir.
+	HistoryPath string
+	// Report is the checker's verdicts on the history, plus the harness's
+	// own checks (load delivered, latency) appended to its Results.
+	Report *checker.Report
+	// Stats is what the generator delivered.
+	Stats *traffic.Stats
+	// ClockOffset is the limiter's clock minus the harness's, ± ClockUncertainty.
+	ClockOffset, ClockUncertainty time.Duration
+	// Faults are the faults injected, in ns since Start.
+	Faults []runrecord.FaultWindow
+}
+
+// Runner runs scenarios one after the other.
+type Runner struct{ opts Options }
+
+// New returns a Runner.
+func New(opts Options) *Runner {
+	if opts.Progress == nil {
+		opts.Progress = io.Discard
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	return &Runner{opts: opts}
+}
+
+func (r *Runner) logf(format string, args ...any) {
+	fmt.Fprintf(r.opts.Log, format+"\n", args...)
+}
+
+// Run runs one scenario and checks it. Everything it started is stopped
+// before it returns, also when ctx is cancelled or a step fails. An error
+// means the scenario could not be run or checked; failed checks are in the
+// Outcome's Report.
+func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (*Outcome, error) {
+	dir := filepath.Join(r.opts.OutDir, sc.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	out := &Outcome{Scenario: sc, HistoryPath: filepath.Join(sc.Name, "history.jsonl.gz")}
+
+	// Everything started below is stopped by these, in reverse order.
+	var cleanups []func()
+	defer func() {
+		for _, c := range slices.Backward(cleanups) {
+			c()
+		}
+	}()
+
+	red, rdb, err := r.provision(ctx, sc, out, &cleanups)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	env := faults.Env{}
+	redisURL := ""
+	if red != nil {
+		redisURL = red.URL()
+		env.Redis, _ = red.(faults.Redis)
+		if needsProxy(sc) {
+			// Instances reach Redis through the proxy, so their link to it
+			// can be degraded without touching Redis itself.
+			p, err := faults.StartProxy(red.Addr())
+			if err != nil {
+				return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+			}
+			cleanups = append(cleanups, p.Close)
+			env.Proxy = p
+			redisURL = "redis://" + p.Addr()
+		}
+	}
+
+	g, urls, names, err := r.startTarget(ctx, sc, dir, redisURL, &cleanups)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	out.Instances = names
+	env.Instances = map[string]faults.Instance{}
+	for _, in := range g {
+		env.Instances[in.Name()] = in
+	}
+	if err := faults.Validate(sc.Faults, env); err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+
+	if rdb != nil {
+		out.ClockOffset, out.ClockUncertainty, err = traffic.MeasureClockOffset(ctx, func(ctx context.Context) (time.Time, error) {
+			return rdb.Time(ctx).Result()
+		}, 0)
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+	}
+
+	if err := r.fire(ctx, sc, filepath.Join(r.opts.OutDir, out.HistoryPath), urls, names, env, out); err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	// Stop the target before checking, so no instance outlives a long check.
+	for _, c := range slices.Backward(cleanups) {
+		c()
+	}
+	cleanups = nil
+
+	if out.Report, err = r.check(sc, filepath.Join(r.opts.OutDir, out.HistoryPath), out); err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	return out, nil
+}
+
+// needsProxy reports whether a fault of sc acts on the link to Redis.
+func needsProxy(sc *scenarios.Scenario) bool {
+	return slices.ContainsFunc(sc.Faults, func(f scenarios.Fault) bool { return f.Kind.NeedsProxy() })
+}
+
+// provision makes the scenario's Redis available; it returns no Redis for
+// a target that needs none.
+func (r *Runner) provision(ctx context.Context, sc *scenarios.Scenario, out *Outcome, cleanups *[]func()) (provider.Redis, *redis.Client, error) {
+	kind, url := sc.Redis.Provider, sc.Redis.URL
+	if r.opts.Provider != "" && kind != scenarios.ProviderNone {
+		kind, url = r.opts.Provider, r.opts.RedisURL
+	}
+	if kind == scenarios.ProviderNone {
+		return nil, nil, nil
+	}
+	red, err := provider.Start(ctx, kind, provider.Options{URL: url, Algorithms: algorithms(sc), Logf: r.logf})
+	if err != nil {
+		return nil, nil, err
+	}
+	*cleanups = append(*cleanups, func() { red.Close() })
+	opts, err := redis.ParseURL(red.URL())
+	if err != nil {
+		return nil, nil, fmt.Errorf("redis url %q: %w", red.URL(), err)
+	}
+	opts.DisableIdentity = true
+	rdb := redis.NewClient(opts)
+	*cleanups = append(*cleanups, func() { rdb.Close() })
+	out.Redis = runrecord.RedisInfo{Provider: string(red.Provider()), Addr: red.Addr(), Version: redisVersion(ctx, rdb)}
+	return red, rdb, nil
+}
+
+// redisVersion reads redis_version from INFO server, or "unknown".
+func redisVersion(ctx context.Context, rdb *redis.Client) string {
+	info, err := rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return "unknown"
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+			return v
+		}
+	}
+	return "unknown"
+}
+
+// algorithms lists the algorithms of every policy of the scenario.
+func algorithms(sc *scenarios.Scenario) []limiter.Algorithm {
+	var algs []limiter.Algorithm
+	for _, rt := range sc.Target.Routes {
+		for _, l := range rt.Policies {
+			if !slices.Contains(algs, l.Algorithm) {
+				algs = append(algs, l.Algorithm)
+			}
+		}
+	}
+	return algs
+}
+
+// startTarget starts the sample API instances, or returns the external URLs.
+func (r *Runner) startTarget(ctx context.Context, sc *scenarios.Scenario, dir, redisURL string, cleanups *[]func()) (g instances.Group, urls, names []string, err error) {
+	if len(sc.Target.External) > 0 {
+		return nil, sc.Target.External, sc.Target.External, nil
+	}
+	cfgPath := filepath.Join(dir, "instance-config.yaml")
+	cfg, err := InstanceConfig(sc)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
+		return nil, nil, nil, err
+	}
+	specs := make([]instances.Spec, sc.Target.Instances)
+	for i := range specs {
+		specs[i] = instances.Spec{
+			Name:   scenarios.InstanceName(i),
+			Binary: r.opts.Binary,
+			Args:   InstanceArgs(sc, cfgPath, redisURL, i),
+		}
+	}
+	if g, err = instances.StartGroup(ctx, specs); err != nil {
+		return nil, nil, nil, err
+	}
+	*cleanups = append(*cleanups, func() { g.Stop(5 * time.Second) })
+	for _, in := range g {
+		names = append(names, in.Name())
+	}
+	return g, g.URLs(), names, nil
+}
+
+// fire runs the traffic, streaming every result into the history file.
+func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, urls, names []string, env faults.Env, out *Outcome) error {
+	start := time.Now()
+	hdr := history.NewHeader(start)
+	hdr.Scenario = sc.Name
+	hdr.Target = strings.Join(urls, " ")
+	hdr.Instances = names
+	for _, rt := range sc.Target.Routes {
+		if rt.Baseline() {
+			continue
+		}
+		rp := history.RoutePolicy{Route: rt.Path}
+		for _, l := range rt.Policies {
+			rp.Limits = append(rp.Limits, l.Spec())
+		}
+		hdr.Policies = append(hdr.Policies, rp)
+	}
+	offsetNs := out.ClockOffset.Nanoseconds()
+	hdr.ClockOffsetNs = &offsetNs
+	hdr.ClockUncertaintyNs = out.ClockUncertainty.Nanoseconds()
+	w, err := history.Create(path, hdr)
+	if err != nil {
+		return err
+	}
+	var counters progress.Counters
+	planned := int64(0)
+	for _, ph := range sc.Phases {
+		planned += int64(ph.PlannedRequests())
+	}
+	display := progress.Start(r.opts.Progress, sc.Name, planned, r.opts.Interactive, 0, &counters)
+	schedule := faults.Start(ctx, start, sc.Faults, env)
+	var writeErr error
+	stats, runErr := traffic.Run(ctx, traffic.Config{
+		Scenario:       sc,
+		BaseURLs:       urls,
+		InstanceNames:  names,
+		ClockOffset:    out.ClockOffset,
+		IdentityPrefix: r.identityPrefix(out, start),
+		OnResult: func(res *traffic.Result) {
+			counters.SetPhase(res.Phase)
+			counters.Sent.Add(1)
+			switch history.OutcomeForStatus(res.Status) {
+			case history.Admitted:
+				counters.Admitted.Add(1)
+			case history.Rejected:
+				counters.Rejected.Add(1)
+			default:
+				counters.Errors.Add(1)
+			}
+			rec := res.Record(start)
+			if err := w.Write(&rec); err != nil && writeErr == nil {
+				writeErr = err
+			}
+		},
+	})
+	for _, w := range schedule.Stop() {
+		out.Faults = append(out.Faults, runrecord.FaultWindow{Kind: string(w.Kind), Target: w.Target, FromNs: w.FromNs, ToNs: w.ToNs, Err: w.Err})
+	}
+	display.Stop()
+	out.Start, out.Duration, out.Stats = start, time.Since(start), stats
+	if err := errors.Join(runErr, writeErr, w.Close()); err != nil {
+		return fmt.Errorf("fire traffic: %w", err)
+	}
+	return nil
+}
+
+// identityPrefix keeps this run's keys apart from an earlier run's on a
+// Redis that outlives runs (external); a Redis the run started is empty.
+func (r *Runner) identityPrefix(out *Outcome, start time.Time) string {
+	if out.Redis.Provider != string(scenarios.ProviderExternal) {
+		return ""
+	}
+	return fmt.Sprintf("r%x-", start.Unix())
+}
+
+// check reads the history back and checks it against the scenario.
+func (r *Runner) check(sc *scenarios.Scenario, path string, out *Outcome) (*checker.Report, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	src, err := history.NewReader(f, path)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := checker.Check(src, Policy(sc, out.ClockOffset, out.ClockUncertainty, out.Faults))
+	if err != nil {
+		return nil, err
+	}
+	rep.Results = append(rep.Results, HarnessChecks(sc, out.Stats)...)
+	return rep, nil
+}

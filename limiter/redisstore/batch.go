@@ -1,0 +1,219 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	// DefaultMaxBatch is the most requests one round trip carries.
+	DefaultMaxBatch = 128
+	// DefaultFlushers is the most round trips in flight at once: while one
+	// waits for Redis, the next gathers the requests that arrived meanwhile.
+	DefaultFlushers = 2
+)
+
+// batcher lets concurrent decisions share round trips. A caller enqueues its
+// request and waits for its reply or its context; a flusher goroutine,
+// started on demand and gone when the queue is empty, sends what is waiting
+// in one round trip: a pipeline of one script evaluation per group of
+// requests that may share one, each evaluation deciding its requests in
+// order. On a single server (merge) every waiting request is in one group;
+// on other clients, where keys of different identities may live on
+// different nodes or slots, a group is the requests of one hash tag, that
+// is of one identity. Requests whose caller has already given up are not
+// sent, so they charge nothing.
+type batcher struct {
+	client   redis.UniversalClient
+	header   [2]any // the ARGV every evaluation starts with
+	maxBatch int
+	flushers int
+	merge    bool
+
+	mu     sync.Mutex
+	queue  []*call
+	active int // flusher goroutines running
+}
+
+// call is one request waiting in the queue: its keys, its part of ARGV and
+// the hash tag its keys share.
+type call struct {
+	ctx   context.Context
+	tag   string
+	keys  []string
+	args  []any
+	reply any
+	err   error
+	done  chan struct{} // receives once reply and err are set
+}
+
+var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
+
+// do sends one request in the next round trip and returns its element of
+// the script's reply, or ctx's error if ctx ends first.
+func (b *batcher) do(ctx context.Context, tag string, keys []string, args []any) (any, error) {
+	c, _ := callPool.Get().(*call)
+	if c == nil {
+		c = &call{done: make(chan struct{}, 1)}
+	}
+	c.ctx, c.tag, c.keys, c.args = ctx, tag, keys, args
+	b.mu.Lock()
+	b.queue = append(b.queue, c)
+	if b.active < b.flushers {
+		b.active++
+		go b.flush()
+	}
+	b.mu.Unlock()
+	select {
+	case <-c.done:
+		reply, err := c.reply, c.err
+		*c = call{done: c.done}
+		callPool.Put(c)
+		return reply, err
+	case <-ctx.Done():
+		// The flusher still owns c and will signal it; c is not reused.
+		return nil, ctx.Err()
+	}
+}
+
+// flush sends batches until the queue is empty, then exits.
+func (b *batcher) flush() {
+	batch := make([]*call, 0, b.maxBatch)
+	for {
+		b.mu.Lock()
+		if len(b.queue) == 0 {
+			b.active--
+			b.mu.Unlock()
+			return
+		}
+		k := min(len(b.queue), b.maxBatch)
+		batch = append(batch[:0], b.queue[:k]...)
+		rest := copy(b.queue, b.queue[k:])
+		clear(b.queue[rest:])
+		b.queue = b.queue[:rest]
+		b.mu.Unlock()
+		b.send(batch)
+	}
+}
+
+// send sends one batch and delivers every reply.
+func (b *batcher) send(batch []*call) {
+	live := make([]*call, 0, len(batch))
+	for _, c := range batch {
+		if err := c.ctx.Err(); err != nil {
+			c.err = err
+			c.done <- struct{}{}
+			continue
+		}
+		live = append(live, c)
+	}
+	if len(live) == 0 {
+		return
+	}
+	ctx, cancel := batchContext(live)
+	defer cancel()
+	groups := b.group(live)
+	cmds := b.pipeline(ctx, groups, func(p redis.Pipeliner, keys []string, args []any) *redis.Cmd {
+		return p.EvalSha(ctx, decideScript.Hash(), keys, args...)
+	})
+	// NOSCRIPT: Redis restarted or its script cache was flushed. EVAL
+	// runs the script and caches it again for the next batch.
+	var retry [][]*call
+	var retryAt []int
+	for i, cmd := range cmds {
+		if isNoScript(cmd.Err()) {
+			retry, retryAt = append(retry, groups[i]), append(retryAt, i)
+		}
+	}
+	if len(retry) > 0 {
+		again := b.pipeline(ctx, retry, func(p redis.Pipeliner, keys []string, args []any) *redis.Cmd {
+			return decideScript.Eval(ctx, p, keys, args...)
+		})
+		for j, i := range retryAt {
+			cmds[i] = again[j]
+		}
+	}
+	for i, g := range groups {
+		reply, err := cmds[i].Result()
+		var vals []any
+		if err == nil {
+			vals, err = replies(reply, len(g))
+		}
+		for j, c := range g {
+			if err != nil {
+				c.err = err
+			} else {
+				c.reply = vals[j]
+			}
+			c.done <- struct{}{}
+		}
+	}
+}
+
+// group splits calls into the groups that share one evaluation, keeping
+// their order.
+func (b *batcher) group(calls []*call) [][]*call {
+	if b.merge {
+		return [][]*call{calls}
+	}
+	var groups [][]*call
+	index := make(map[string]int, len(calls))
+	for _, c := range calls {
+		i, ok := index[c.tag]
+		if !ok {
+			i = len(groups)
+			index[c.tag] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], c)
+	}
+	return groups
+}
+
+// pipeline queues one evaluation per group, the group's keys and ARGV
+// joined behind the header, and executes them together; every command
+// carries its own result or error.
+func (b *batcher) pipeline(ctx context.Context, groups [][]*call, eval func(p redis.Pipeliner, keys []string, args []any) *redis.Cmd) []*redis.Cmd {
+	pipe := b.client.Pipeline()
+	cmds := make([]*redis.Cmd, len(groups))
+	for i, g := range groups {
+		nkeys, nargs := 0, len(b.header)
+		for _, c := range g {
+			nkeys, nargs = nkeys+len(c.keys), nargs+len(c.args)
+		}
+		keys, args := make([]string, 0, nkeys), append(make([]any, 0, nargs), b.header[:]...)
+		for _, c := range g {
+			keys, args = append(keys, c.keys...), append(args, c.args...)
+		}
+		cmds[i] = eval(pipe, keys, args)
+	}
+	_, _ = pipe.Exec(ctx) // errors are read per command
+	return cmds
+}
+
+// batchContext bounds a round trip by its callers' deadlines: the latest of
+// them when every caller has one, none otherwise (the client's own timeouts
+// then apply). Cancellation of one caller does not cancel the others.
+func batchContext(calls []*call) (context.Context, context.CancelFunc) {
+	var latest time.Time
+	for _, c := range calls {
+		d, ok := c.ctx.Deadline()
+		if !ok {
+			return context.Background(), func() {}
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(context.Background(), latest)
+}
+
+// isNoScript reports whether err is Redis's NOSCRIPT: the script cache does
+// not hold the digest.
+func isNoScript(err error) bool {
+	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
+}

@@ -1,0 +1,76 @@
+-- prelude.lua: shared by every algorithm. The store concatenates this file,
+-- one file per algorithm and decide.lua into one script, so a request under
+-- several limits is decided in one atomic evaluation.
+--
+-- The calling convention is in decide.lua.
+--
+-- Lua numbers are doubles: the arithmetic below is exact for integers below
+-- 2^53 (285 years of microseconds). Times are turned into offsets from now
+-- before they are multiplied or added, so waits stay exact even when the
+-- absolute times they derive from do not. Numbers written to Redis go through
+-- string.format('%d'), never tostring, which would print 1e+15.
+
+-- now is the decision's time in microseconds; ttl_slack is milliseconds
+-- added to every TTL. decide.lua sets both.
+local now, ttl_slack
+
+-- algorithms maps an algorithm's name to its decide function:
+--   decide(key, interval, capacity, n) -> outcome, commit
+-- outcome is {allowed (0/1), remaining, reset_after, retry_after, delay} in
+-- units and microseconds; commit, when the request is admitted with n > 0,
+-- writes the new state and its TTL. decide itself never writes.
+local algorithms = {}
+
+-- fmt formats an integer-valued number without an exponent. Lua 5.1's '%d'
+-- converts to a C long, 64 bits on the 64-bit platforms Redis runs on: exact
+-- for every value the scripts write, and twice as fast as '%.0f'.
+local function fmt(x)
+  return string.format('%d', x)
+end
+
+-- idiv is floor(a / b) for integer-valued a and b > 0, corrected for the
+-- rounding of the double quotient.
+local function idiv(a, b)
+  local q = math.floor(a / b)
+  if q * b > a then
+    q = q - 1
+  elseif (q + 1) * b <= a then
+    q = q + 1
+  end
+  return q
+end
+
+-- quo is Go's integer division a / b (truncated toward zero), b > 0.
+local function quo(a, b)
+  if a < 0 then
+    return -idiv(-a, b)
+  end
+  return idiv(a, b)
+end
+
+-- window_start is the start of the aligned window of length w holding now.
+local function window_start(w)
+  return idiv(now, w) * w
+end
+
+-- ttl is the PX argument for state that is fresh again in us microseconds:
+-- rounded up to whole milliseconds plus one, so Redis never expires a key
+-- before its state would decide like a fresh key's.
+local function ttl(us)
+  return fmt(math.ceil(us / 1000) + 1 + ttl_slack)
+end
+
+-- state reads a key written as fields space-separated integers (1 to 3)
+-- and returns them; nothing when the key is absent.
+local state_patterns = {'^(%-?%d+)$', '^(%-?%d+) (%-?%d+)$', '^(%-?%d+) (%-?%d+) (%-?%d+)$'}
+local function state(key, fields)
+  local v = redis.call('GET', key)
+  if not v then
+    return nil
+  end
+  local a, b, c = string.match(v, state_patterns[fields])
+  if not a then
+    error('rlbench: malformed rate-limit state at ' .. key)
+  end
+  return tonumber(a), tonumber(b), tonumber(c)
+end

@@ -1,0 +1,514 @@
+package sampleapi
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/rlbench/rlbench/limiter"
+	"github.com/rlbench/rlbench/limiter/httplimit"
+	"github.com/rlbench/rlbench/limiter/resilience"
+)
+
+// DefaultConfigYAML is the configuration used when no file is given: the
+// routes' costs and three demo API keys, documented in the file itself.
+//
+//go:embed config/default.yaml
+var DefaultConfigYAML []byte
+
+// Defaults of the Config fields that have one.
+const (
+	DefaultAddr            = "127.0.0.1:8080"
+	DefaultAlgorithm       = limiter.GCRA
+	DefaultPlanRefresh     = 10 * time.Second
+	DefaultShutdownTimeout = 10 * time.Second
+	DefaultHeaders         = "ietf"
+	// MonthPeriod is the window of a monthly quota: 30 days, a fixed window
+	// aligned on the Unix epoch (so every instance agrees on its start).
+	MonthPeriod = 30 * 24 * time.Hour
+)
+
+// Store names for Config.Store.
+const (
+	StoreRedis  = "redis"
+	StoreMemory = "memory"
+)
+
+// Config is the sample API's configuration, read from YAML by LoadConfig.
+// Zero fields take the Default* constants; the command line overrides the
+// fields it sets.
+type Config struct {
+	// Instance names this process in the X-Instance header and the logs.
+	Instance string `yaml:"instance"`
+	// Addr is the listen address, "host:port"; port 0 picks a free one.
+	Addr string `yaml:"addr"`
+	// Store is "redis" (shared state; needs Redis) or "memory" (this
+	// process only). Empty means redis when Redis is set, else memory.
+	Store string `yaml:"store"`
+	// Redis is the Redis URL, as redis.ParseURL reads it:
+	// "redis://127.0.0.1:6379/0".
+	Redis string `yaml:"redis"`
+	// FailureMode, when set, wraps the store in the resilience wrapper
+	// (limiter/resilience): "open" admits, "closed" answers 503 with
+	// Retry-After, "fallback" enforces this instance's share of every limit
+	// in memory while the store fails. Empty: no wrapper, and a store error
+	// is answered 503 with Retry-After: 1 after the Redis client's timeouts.
+	FailureMode string `yaml:"failure_mode"`
+	// StoreTimeout bounds each store call under FailureMode; zero means
+	// resilience.DefaultTimeout.
+	StoreTimeout time.Duration `yaml:"store_timeout"`
+	// Instances is the number of instances sharing the store, for the
+	// fallback's share of each limit; zero means 1.
+	Instances int `yaml:"instances"`
+	// ClockOffset shifts this instance's own clock (the memory store, the
+	// fallback store, the Reset and decision-time fields), to simulate
+	// clock skew; the Redis store decides on Redis TIME and ignores it.
+	ClockOffset time.Duration `yaml:"clock_offset"`
+	// Postgres, when set, is a PostgreSQL DSN from which API keys and plans
+	// are read (table api_keys, created if missing) instead of Keys.
+	Postgres string `yaml:"postgres"`
+	// PlanRefresh bounds the staleness of plans read from PostgreSQL: a
+	// changed, added or deleted key takes effect within PlanRefresh plus
+	// the duration of one reload query. Default DefaultPlanRefresh.
+	PlanRefresh time.Duration `yaml:"plan_refresh"`
+	// ShutdownTimeout bounds the drain of in-flight requests on SIGTERM.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// Algorithm of every plan's per-minute tier: token_bucket or gcra.
+	Algorithm limiter.Algorithm `yaml:"algorithm"`
+	// Headers selects the RateLimit header styles: a comma-separated list
+	// of ietf, draft06, legacy, or none (httplimit.ParseHeaderStyle).
+	Headers string `yaml:"headers"`
+	// DecisionTimeHeader adds httplimit.DecisionTimeHeader to responses.
+	DecisionTimeHeader bool `yaml:"decision_time_header"`
+	// Shadow decides and counts but never rejects (httplimit.WithShadow).
+	Shadow bool `yaml:"shadow"`
+	// TrustedProxies are the CIDR prefixes whose X-Forwarded-For is honoured.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+	// Anonymous, when set, admits requests without an API key under its
+	// plan, keyed by client IP; when nil they are answered 401.
+	Anonymous *PlanConfig `yaml:"anonymous"`
+	// AllowAnonymous admits requests without an API key, keyed by client
+	// IP, under the route limits only; setting Anonymous implies it.
+	AllowAnonymous bool `yaml:"allow_anonymous"`
+	// AnyKey accepts every non-empty API key as an identity without a plan,
+	// held to the route limits only: for load tests with generated keys.
+	// Keys and Postgres still give their keys' plans.
+	AnyKey bool `yaml:"any_key"`
+	// Routes sets each route's cost and extra limits, by route name: data,
+	// search, export.
+	Routes map[string]RouteConfig `yaml:"routes"`
+	// ExtraRoutes are further routes, each doing the work of GET /v1/data
+	// under its own cost and limits (the routes of a scenario).
+	ExtraRoutes []ExtraRoute `yaml:"extra_routes"`
+	// Keys are the API keys and their plans, unless Postgres is set.
+	Keys []KeyConfig `yaml:"keys"`
+
+	file string
+	root *yaml.Node
+}
+
+// PlanConfig is a rate-limit plan: a per-minute tier and an optional
+// monthly quota, applied together (all-or-nothing) to every request.
+type PlanConfig struct {
+	// RateLimitPerMinute is the sustained rate, in units per minute; it may
+	// be fractional.
+	RateLimitPerMinute float64 `yaml:"rate_limit_per_minute"`
+	// RateLimitBurst is the most units admitted at once.
+	RateLimitBurst int64 `yaml:"rate_limit_burst"`
+	// MonthlyQuota is the units admitted per 30-day window; 0 means none.
+	MonthlyQuota int64 `yaml:"monthly_quota"`
+}
+
+// KeyConfig is one API key and its plan.
+type KeyConfig struct {
+	// Name labels the key for people (it is never the key itself).
+	Name string `yaml:"name"`
+	// Key is the secret the client sends as "Authorization: Bearer KEY" or
+	// "X-API-Key: KEY". Only its SHA-256 is kept in memory.
+	Key        string `yaml:"key"`
+	PlanConfig `yaml:",inline"`
+}
+
+// RouteConfig is the policy of one route.
+type RouteConfig struct {
+	// Cost is the units a request charges; 0 keeps the route's default.
+	Cost int64 `yaml:"cost"`
+	// Limits are extra limits on the route for every caller, in
+	// limiter.ParseLimit's form: "gcra:10/1s,burst=10,name=search".
+	Limits []string `yaml:"limits"`
+}
+
+// ExtraRoute is a route beyond the built-in ones.
+type ExtraRoute struct {
+	// Method is the HTTP method; GET when empty (a GET route also answers HEAD).
+	Method string `yaml:"method"`
+	// Path is the exact request path, such as "/api/items".
+	Path string `yaml:"path"`
+	// Cost is the units a request charges; 0 means 1.
+	Cost int64 `yaml:"cost"`
+	// Limits are the route's limits, in limiter.ParseLimit's form.
+	Limits []string `yaml:"limits"`
+	// Baseline bypasses the limiter: the same work with authentication
+	// only, for overhead measurement.
+	Baseline bool `yaml:"baseline"`
+}
+
+// ConfigError is a configuration fault at a place in a file: the file, the
+// line (0 when unknown), the field, and what is wrong.
+type ConfigError struct {
+	File  string
+	Line  int
+	Field string
+	Err   error
+}
+
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		b.WriteString(":" + strconv.Itoa(e.Line))
+	}
+	if e.Field != "" {
+		b.WriteString(": " + e.Field)
+	}
+	b.WriteString(": " + e.Err.Error())
+	return b.String()
+}
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// ErrInvalidConfig is wrapped by every ConfigError's Err.
+var ErrInvalidConfig = errors.New("invalid configuration")
+
+// LoadConfig reads the YAML configuration at path; an empty path reads
+// DefaultConfigYAML. Decoding is strict: an unknown key is a *ConfigError
+// naming the line and the nearest valid key. The result is not yet
+// validated, so that command-line flags can complete it: call Validate,
+// whose errors still name the line of the field at fault.
+func LoadConfig(path string) (Config, error) {
+	if path == "" {
+		return ParseConfig("(default config)", DefaultConfigYAML)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	return ParseConfig(path, data)
+}
+
+// ParseConfig decodes a YAML configuration strictly, as LoadConfig does;
+// file names it in errors.
+func ParseConfig(file string, data []byte) (Config, error) {
+	cfg := Config{file: file}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) { // an empty file means every default
+		return Config{}, yamlError(file, err)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return Config{}, yamlError(file, err)
+	}
+	cfg.root = &root
+	cfg.file = file
+	return cfg, nil
+}
+
+var (
+	validMethod = regexp.MustCompile(`^[A-Z]+$`)
+	validPath   = regexp.MustCompile(`^/[A-Za-z0-9._~/-]*$`)
+)
+
+// reservedPatterns are the method and path pairs the sample API serves itself.
+func reservedPatterns() map[string]bool {
+	taken := map[string]bool{
+		"GET /v1/limits": true, "GET /healthz": true, "GET /metrics": true,
+		"HEAD /v1/limits": true, "HEAD /healthz": true, "HEAD /metrics": true,
+	}
+	for _, def := range defaultRoutes {
+		taken[def.method+" "+def.path] = true
+		taken[def.method+" /baseline"+def.path] = true
+	}
+	return taken
+}
+
+var (
+	unknownField = regexp.MustCompile(`line (\d+): field (\S+) not found in type`)
+	yamlLine     = regexp.MustCompile(`line (\d+): (.*)`)
+)
+
+// yamlError turns a YAML decoding error into a *ConfigError with its line,
+// suggesting the nearest valid key for an unknown one.
+func yamlError(file string, err error) error {
+	msg := err.Error()
+	if m := unknownField.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		hint := ""
+		if near := nearest(m[2], validKeys); near != "" {
+			hint = fmt.Sprintf("; did you mean %q?", near)
+		}
+		return &ConfigError{File: file, Line: line, Field: m[2], Err: fmt.Errorf("%w: unknown key%s", ErrInvalidConfig, hint)}
+	}
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return &ConfigError{File: file, Line: line, Err: fmt.Errorf("%w: %s", ErrInvalidConfig, m[2])}
+	}
+	return &ConfigError{File: file, Err: fmt.Errorf("%w: %s", ErrInvalidConfig, strings.TrimPrefix(msg, "yaml: "))}
+}
+
+// validKeys are every key the configuration accepts, for suggestions.
+var validKeys = []string{
+	"instance", "addr", "store", "redis", "postgres", "plan_refresh", "shutdown_timeout",
+	"algorithm", "headers", "decision_time_header", "shadow", "trusted_proxies", "anonymous",
+	"routes", "keys", "name", "key", "allow_anonymous", "any_key", "extra_routes", "method", "path", "baseline", "failure_mode", "store_timeout", "instances", "clock_offset", "rate_limit_per_minute", "rate_limit_burst",
+	"monthly_quota", "cost", "limits",
+}
+
+// nearest returns the valid key closest to s by edit distance, or "" when
+// none is within a third of its length.
+func nearest(s string, valid []string) string {
+	best, bestDist := "", len(s)/3+2
+	for _, v := range valid {
+		if d := editDistance(s, v); d < bestDist {
+			best, bestDist = v, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// errorAt returns a *ConfigError for the field at path (mapping keys and
+// sequence indexes from the document root), with the line of that field
+// when the configuration came from YAML.
+func (c *Config) errorAt(format string, path []any, args ...any) error {
+	return &ConfigError{File: c.fileName(), Line: c.lineOf(path), Field: fieldName(path), Err: fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)}
+}
+
+func (c *Config) fileName() string {
+	if c.file == "" {
+		return "(config)"
+	}
+	return c.file
+}
+
+func fieldName(path []any) string {
+	var b strings.Builder
+	for _, p := range path {
+		switch p := p.(type) {
+		case string:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(p)
+		case int:
+			fmt.Fprintf(&b, "[%d]", p)
+		}
+	}
+	return b.String()
+}
+
+func (c *Config) lineOf(path []any) int {
+	if c.root == nil || len(c.root.Content) == 0 {
+		return 0
+	}
+	n, line := c.root.Content[0], 0
+	for _, p := range path {
+		switch p := p.(type) {
+		case string:
+			if n.Kind != yaml.MappingNode {
+				return line
+			}
+			found := false
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == p {
+					line, n, found = n.Content[i].Line, n.Content[i+1], true
+					break
+				}
+			}
+			if !found {
+				return line
+			}
+		case int:
+			if n.Kind != yaml.SequenceNode || p >= len(n.Content) {
+				return line
+			}
+			n, line = n.Content[p], n.Content[p].Line
+		}
+	}
+	return line
+}
+
+// Validate fills defaults and reports the first invalid field as a *ConfigError.
+func (c *Config) Validate() error {
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	if c.PlanRefresh == 0 {
+		c.PlanRefresh = DefaultPlanRefresh
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.Algorithm == "" {
+		c.Algorithm = DefaultAlgorithm
+	}
+	if c.Headers == "" {
+		c.Headers = DefaultHeaders
+	}
+	if c.Store == "" {
+		c.Store = StoreMemory
+		if c.Redis != "" {
+			c.Store = StoreRedis
+		}
+	}
+	if strings.ContainsFunc(c.Instance, func(r rune) bool { return r <= ' ' || r > '~' }) {
+		return c.errorAt("%q: use printable ASCII without spaces; it is sent in the X-Instance header", []any{"instance"}, c.Instance)
+	}
+	switch c.Store {
+	case StoreMemory:
+	case StoreRedis:
+		if c.Redis == "" {
+			return c.errorAt("the redis store needs a Redis URL; set redis: redis://HOST:6379/0 or pass --redis", []any{"redis"})
+		}
+	default:
+		return c.errorAt("unknown store %q; use redis or memory", []any{"store"}, c.Store)
+	}
+	if c.FailureMode != "" {
+		if _, err := resilience.ParseMode(c.FailureMode); err != nil {
+			return c.errorAt("%q; use open, closed or fallback", []any{"failure_mode"}, c.FailureMode)
+		}
+	}
+	if c.StoreTimeout < 0 {
+		return c.errorAt("%v is negative", []any{"store_timeout"}, c.StoreTimeout)
+	}
+	if c.Instances < 0 {
+		return c.errorAt("%d is negative", []any{"instances"}, c.Instances)
+	}
+	if c.Instances == 0 {
+		c.Instances = 1
+	}
+	if c.PlanRefresh < 0 {
+		return c.errorAt("%v is negative", []any{"plan_refresh"}, c.PlanRefresh)
+	}
+	if c.ShutdownTimeout < 0 {
+		return c.errorAt("%v is negative", []any{"shutdown_timeout"}, c.ShutdownTimeout)
+	}
+	if c.Algorithm != limiter.GCRA && c.Algorithm != limiter.TokenBucket {
+		return c.errorAt("%q; use gcra or token_bucket", []any{"algorithm"}, string(c.Algorithm))
+	}
+	if _, err := httplimit.ParseHeaderStyle(c.Headers); err != nil {
+		return c.errorAt("%v", []any{"headers"}, err)
+	}
+	if _, err := httplimit.NewClientIPResolver(c.TrustedProxies...); err != nil {
+		return c.errorAt("%v", []any{"trusted_proxies"}, err)
+	}
+	if c.Anonymous != nil {
+		if err := c.checkPlan(*c.Anonymous, "anonymous"); err != nil {
+			return err
+		}
+	}
+	for name, rc := range c.Routes {
+		if _, ok := defaultRoutes[name]; !ok {
+			return c.errorAt("unknown route; valid routes are data, search and export", []any{"routes", name})
+		}
+		if rc.Cost < 0 {
+			return c.errorAt("%d is negative", []any{"routes", name, "cost"}, rc.Cost)
+		}
+		for i, s := range rc.Limits {
+			if _, err := limiter.ParseLimit(s); err != nil {
+				return c.errorAt("%v", []any{"routes", name, "limits", i}, err)
+			}
+		}
+	}
+	taken := reservedPatterns()
+	for i, r := range c.ExtraRoutes {
+		if r.Method == "" {
+			c.ExtraRoutes[i].Method, r.Method = http.MethodGet, http.MethodGet
+		}
+		if !validMethod.MatchString(r.Method) {
+			return c.errorAt("%q is not an HTTP method", []any{"extra_routes", i, "method"}, r.Method)
+		}
+		if !validPath.MatchString(r.Path) {
+			return c.errorAt("%q: want an absolute path of letters, digits and . _ ~ - /, as in /api/items", []any{"extra_routes", i, "path"}, r.Path)
+		}
+		pattern := r.Method + " " + r.Path
+		if taken[pattern] {
+			return c.errorAt("%s is already a route of the sample API or of another entry", []any{"extra_routes", i, "path"}, pattern)
+		}
+		taken[pattern] = true
+		if r.Cost < 0 {
+			return c.errorAt("%d is negative", []any{"extra_routes", i, "cost"}, r.Cost)
+		}
+		if r.Baseline && len(r.Limits) > 0 {
+			return c.errorAt("a baseline route bypasses the limiter; remove its limits or baseline: true", []any{"extra_routes", i, "limits"})
+		}
+		for j, spec := range r.Limits {
+			if _, err := limiter.ParseLimit(spec); err != nil {
+				return c.errorAt("%v", []any{"extra_routes", i, "limits", j}, err)
+			}
+		}
+	}
+	seen := map[string]int{}
+	for i, k := range c.Keys {
+		if k.Key == "" {
+			return c.errorAt("missing; every entry needs its secret key", []any{"keys", i, "key"})
+		}
+		if j, dup := seen[k.Key]; dup {
+			return c.errorAt("the same key as keys[%d]", []any{"keys", i, "key"}, j)
+		}
+		seen[k.Key] = i
+		if err := c.checkPlan(k.PlanConfig, "keys", i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Config) checkPlan(p PlanConfig, path ...any) error {
+	at := func(field string) []any { return append(append([]any{}, path...), field) }
+	if p.RateLimitPerMinute <= 0 {
+		return c.errorAt("%v must be positive (units per minute, fractions allowed)", at("rate_limit_per_minute"), p.RateLimitPerMinute)
+	}
+	if p.RateLimitBurst < 1 {
+		return c.errorAt("%d must be at least 1", at("rate_limit_burst"), p.RateLimitBurst)
+	}
+	if p.MonthlyQuota < 0 {
+		return c.errorAt("%d is negative; use 0 for no quota", at("monthly_quota"), p.MonthlyQuota)
+	}
+	plan := Plan{PerMinute: p.RateLimitPerMinute, Burst: p.RateLimitBurst, MonthlyQuota: p.MonthlyQuota}
+	for _, l := range plan.Limits(c.Algorithm, "") {
+		if err := l.Validate(); err != nil {
+			return c.errorAt("%v", at("rate_limit_per_minute"), err)
+		}
+	}
+	return nil
+}

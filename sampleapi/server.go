@@ -1,0 +1,369 @@
+// Package sampleapi is the sample API that rlbench drives: a few routes with
+// different costs and limits, API keys with per-key plans (from YAML or
+// PostgreSQL), a budget endpoint, Prometheus metrics and a baseline route
+// without the limiter for overhead measurement. Several instances share one
+// budget per key through the Redis store. `rlbench serve` runs one instance.
+//
+// Routes:
+//
+//	GET  /v1/data            cost 1
+//	GET  /v1/search          cost 1, plus a per-route limit in the default config
+//	POST /v1/reports/export  cost 10
+//	GET  /v1/limits          the caller's budget, read with Peek (consumes nothing)
+//	GET  /baseline/v1/...    the three routes above with the limiter bypassed
+//	GET  /healthz            unlimited, unauthenticated
+//	GET  /metrics            Prometheus metrics
+//
+// plus the configuration's extra_routes (a scenario's routes). Every
+// response carries X-Instance with the instance's name.
+//
+// Callers present "Authorization: Bearer KEY" or "X-API-Key: KEY"; a key's
+// plan (a per-minute tier and a monthly quota) and the route's limits are
+// charged in one all-or-nothing call. Keyless callers are answered 401
+// unless the configuration admits anonymous traffic, keyed by client IP
+// (X-Forwarded-For honoured from trusted_proxies only). A failing store is
+// answered as failure_mode declares (limiter/resilience): fail-open,
+// fail-closed (503 with Retry-After) or a local fallback.
+package sampleapi
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/rlbench/rlbench/limiter"
+	"github.com/rlbench/rlbench/limiter/httplimit"
+	"github.com/rlbench/rlbench/limiter/resilience"
+)
+
+// InstanceHeader names the instance that answered, on every response.
+const InstanceHeader = "X-Instance"
+
+// routeDef is a limited route of the API.
+type routeDef struct {
+	method, path string
+	cost         int64
+}
+
+// defaultRoutes are the limited routes by the name Config.Routes uses.
+var defaultRoutes = map[string]routeDef{
+	"data":   {http.MethodGet, "/v1/data", 1},
+	"search": {http.MethodGet, "/v1/search", 1},
+	"export": {http.MethodPost, "/v1/reports/export", 10},
+}
+
+// Server is one instance of the sample API. It is safe for concurrent use.
+type Server struct {
+	cfg     Config
+	lim     limiter.Limiter
+	keys    KeyStore
+	reg     *prometheus.Registry
+	log     *slog.Logger
+	keyFunc httplimit.KeyFunc
+	anon    []limiter.Limit
+	handler http.Handler
+	plans   sync.Map // Plan → []limiter.Limit, shared read-only
+}
+
+// NewServer returns an instance deciding with lim and authenticating with
+// keys, under a validated cfg (Config.Validate). It registers its metrics on
+// a registry of its own, served at /metrics.
+func NewServer(cfg Config, lim limiter.Limiter, keys KeyStore, logger *slog.Logger) (*Server, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, lim: lim, keys: keys, reg: prometheus.NewRegistry(), log: logger}
+	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	style, err := httplimit.ParseHeaderStyle(cfg.Headers)
+	if err != nil {
+		return nil, fmt.Errorf("headers: %w", err)
+	}
+	clientIP, err := httplimit.NewClientIPResolver(cfg.TrustedProxies...)
+	if err != nil {
+		return nil, err
+	}
+	s.keyFunc = httplimit.DefaultKey(clientIP)
+	if cfg.Anonymous != nil {
+		p := Plan{PerMinute: cfg.Anonymous.RateLimitPerMinute, Burst: cfg.Anonymous.RateLimitBurst, MonthlyQuota: cfg.Anonymous.MonthlyQuota}
+		s.anon = p.Limits(cfg.Algorithm, "anon-")
+	}
+	var routes []httplimit.Route
+	for name, def := range defaultRoutes {
+		r := httplimit.Route{Pattern: def.method + " " + def.path, Name: name, Cost: def.cost}
+		if rc, ok := cfg.Routes[name]; ok {
+			if rc.Cost > 0 {
+				r.Cost = rc.Cost
+			}
+			for _, spec := range rc.Limits {
+				l, err := limiter.ParseLimit(spec)
+				if err != nil {
+					return nil, fmt.Errorf("route %s: %w", name, err)
+				}
+				r.Limits = append(r.Limits, l)
+			}
+		}
+		routes = append(routes, r)
+	}
+	for _, er := range cfg.ExtraRoutes {
+		if er.Baseline {
+			continue
+		}
+		r := httplimit.Route{Pattern: er.Method + " " + er.Path, Cost: er.Cost}
+		for _, spec := range er.Limits {
+			l, err := limiter.ParseLimit(spec)
+			if err != nil {
+				return nil, fmt.Errorf("route %s: %w", r.Pattern, err)
+			}
+			r.Limits = append(r.Limits, l)
+		}
+		routes = append(routes, r)
+	}
+	opts := []httplimit.Option{
+		httplimit.WithRoutes(routes...),
+		httplimit.WithAuthenticator(s.authenticate),
+		httplimit.WithKeyFunc(s.keyFunc),
+		httplimit.WithAnonymousLimits(s.anon...),
+		httplimit.WithHeaders(style),
+		httplimit.WithMetrics(s.reg),
+		httplimit.WithLogger(logger),
+	}
+	if cfg.ClockOffset != 0 {
+		opts = append(opts, httplimit.WithClock(cfg.Clock()))
+	}
+	if cfg.FailureMode == string(resilience.Fallback) { // degraded rejections enforce the local share
+		opts = append(opts, httplimit.WithDegradedStatus(http.StatusTooManyRequests))
+	}
+	if cfg.DecisionTimeHeader {
+		opts = append(opts, httplimit.WithDecisionTime())
+	}
+	if cfg.Shadow {
+		opts = append(opts, httplimit.WithShadow())
+	}
+	mw, err := httplimit.New(lim, opts...)
+	if err != nil {
+		return nil, err
+	}
+
+	mux := http.NewServeMux()
+	work := map[string]http.HandlerFunc{"data": s.data, "search": s.search, "export": s.export}
+	for name, def := range defaultRoutes {
+		mux.Handle(def.method+" "+def.path, mw.Handler(work[name]))
+		mux.Handle(def.method+" /baseline"+def.path, s.authOnly(work[name]))
+	}
+	for _, er := range cfg.ExtraRoutes {
+		if er.Baseline {
+			mux.Handle(er.Method+" "+er.Path, s.authOnly(http.HandlerFunc(s.data)))
+		} else {
+			mux.Handle(er.Method+" "+er.Path, mw.Handler(http.HandlerFunc(s.data)))
+		}
+	}
+	mux.HandleFunc("GET /v1/limits", s.limits)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	instance := cfg.Instance
+	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(InstanceHeader, instance)
+		mux.ServeHTTP(w, r)
+	})
+	return s, nil
+}
+
+// Handler is the instance's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Registry is the instance's Prometheus registry, served at /metrics.
+func (s *Server) Registry() *prometheus.Registry { return s.reg }
+
+// apiKey is the key a request presents: "Authorization: Bearer KEY", or
+// "X-API-Key: KEY".
+func apiKey(r *http.Request) string {
+	if auth := r.Header.Get("Authorization"); auth != "" {
+		if scheme, key, ok := strings.Cut(auth, " "); ok && strings.EqualFold(scheme, "Bearer") {
+			return strings.TrimSpace(key)
+		}
+	}
+	return strings.TrimSpace(r.Header.Get("X-API-Key"))
+}
+
+// authenticate is the middleware's Authenticator: a known key gets its
+// plan; no key is anonymous when the config allows it.
+func (s *Server) authenticate(r *http.Request) (httplimit.Identity, error) {
+	key := apiKey(r)
+	if key == "" {
+		if s.cfg.Anonymous != nil || s.cfg.AllowAnonymous {
+			return httplimit.Identity{}, nil
+		}
+		return httplimit.Identity{}, fmt.Errorf("%w: missing API key; send Authorization: Bearer KEY", httplimit.ErrUnauthenticated)
+	}
+	plan, ok, err := s.keys.Lookup(r.Context(), key)
+	if err != nil {
+		return httplimit.Identity{}, fmt.Errorf("look up API key: %w", err)
+	}
+	if !ok {
+		if s.cfg.AnyKey {
+			return httplimit.Identity{Key: key}, nil
+		}
+		return httplimit.Identity{}, fmt.Errorf("%w: unknown API key", httplimit.ErrUnauthenticated)
+	}
+	return httplimit.Identity{Key: key, Limits: s.planLimits(plan)}, nil
+}
+
+// planLimits returns plan's limits, built once per distinct plan.
+func (s *Server) planLimits(plan Plan) []limiter.Limit {
+	if v, ok := s.plans.Load(plan); ok {
+		return v.([]limiter.Limit)
+	}
+	v, _ := s.plans.LoadOrStore(plan, plan.Limits(s.cfg.Algorithm, ""))
+	return v.([]limiter.Limit)
+}
+
+// authFailed answers a failed authentication as the middleware does.
+func authFailed(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, httplimit.ErrUnauthenticated) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="api"`)
+		httplimit.WriteProblem(w, httplimit.Problem{Status: http.StatusUnauthorized, Detail: err.Error(), Instance: r.URL.Path})
+		return
+	}
+	httplimit.DefaultErrorHandler(w, r, err)
+}
+
+// authOnly serves h after authentication, without the limiter: the
+// baseline for overhead measurement.
+func (s *Server) authOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := s.authenticate(r); err != nil {
+			authFailed(w, r, err)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Budget is the body of GET /v1/limits: the caller's per-minute tier
+// (Limit in units per minute) and, when the plan has one, its monthly quota.
+type Budget struct {
+	Policy       string  `json:"policy"`
+	Limit        float64 `json:"limit"`
+	Remaining    int64   `json:"remaining"`
+	ResetSeconds int64   `json:"resetSeconds"`
+	Burst        int64   `json:"burst"`
+	Monthly      *Quota  `json:"monthlyQuota,omitempty"`
+}
+
+// Quota is a monthly quota's state in a Budget.
+type Quota struct {
+	Limit        int64 `json:"limit"`
+	Remaining    int64 `json:"remaining"`
+	ResetSeconds int64 `json:"resetSeconds"`
+}
+
+// limits answers GET /v1/limits with the caller's Budget, read with Peek.
+func (s *Server) limits(w http.ResponseWriter, r *http.Request) {
+	id, err := s.authenticate(r)
+	if err != nil {
+		authFailed(w, r, err)
+		return
+	}
+	limits := id.Limits
+	if id.Key == "" {
+		limits = s.anon
+	}
+	if len(limits) == 0 {
+		httplimit.WriteProblem(w, httplimit.Problem{Status: http.StatusNotFound, Detail: "you have no plan; only the limits of each route apply", Instance: r.URL.Path})
+		return
+	}
+	key, err := s.keyFunc(r, id)
+	if err != nil {
+		httplimit.DefaultErrorHandler(w, r, err)
+		return
+	}
+	minute := limits[0]
+	d, err := s.lim.Peek(r.Context(), key, minute)
+	if err != nil {
+		s.log.Warn("budget peek failed", "key", key, "err", err)
+		httplimit.DefaultErrorHandler(w, r, err)
+		return
+	}
+	b := Budget{Policy: minute.ID(), Limit: minute.Rate, Remaining: d.Remaining, ResetSeconds: d.ResetAfterSeconds(), Burst: minute.Burst}
+	if len(limits) > 1 {
+		month := limits[1]
+		md, err := s.lim.Peek(r.Context(), key, month)
+		if err != nil {
+			httplimit.DefaultErrorHandler(w, r, err)
+			return
+		}
+		b.Monthly = &Quota{Limit: month.Capacity(), Remaining: md.Remaining, ResetSeconds: md.ResetAfterSeconds()}
+	}
+	writeJSON(w, b)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// catalog is the data the routes serve.
+var catalog = []string{
+	"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
+	"india", "juliett", "kilo", "lima", "mike", "november", "oscar", "papa",
+}
+
+type item struct {
+	ID   int    `json:"id"`
+	Name string `json:"name"`
+}
+
+func (s *Server) data(w http.ResponseWriter, _ *http.Request) {
+	items := make([]item, len(catalog))
+	for i, name := range catalog {
+		items[i] = item{ID: i + 1, Name: name}
+	}
+	writeJSON(w, map[string]any{"instance": s.cfg.Instance, "items": items})
+}
+
+func (s *Server) search(w http.ResponseWriter, r *http.Request) {
+	q := strings.ToLower(r.URL.Query().Get("q"))
+	var hits []item
+	for i, name := range catalog {
+		if strings.Contains(name, q) {
+			hits = append(hits, item{ID: i + 1, Name: name})
+		}
+	}
+	writeJSON(w, map[string]any{"instance": s.cfg.Instance, "query": q, "results": hits})
+}
+
+// maxExportBody bounds the request body of an export.
+const maxExportBody = 1 << 20
+
+// export stands for an expensive report: it hashes the request body and
+// the catalog many times over.
+func (s *Server) export(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxExportBody+1))
+	if err != nil || len(body) > maxExportBody {
+		httplimit.WriteProblem(w, httplimit.Problem{Status: http.StatusRequestEntityTooLarge, Detail: "the export request body exceeds 1 MiB", Instance: r.URL.Path})
+		return
+	}
+	h := sha256.New()
+	for range 256 {
+		h.Write(body)
+		for _, name := range catalog {
+			io.WriteString(h, name)
+		}
+	}
+	writeJSON(w, map[string]any{"instance": s.cfg.Instance, "export": hex.EncodeToString(h.Sum(nil))[:16], "rows": 256 * len(catalog)})
+}
