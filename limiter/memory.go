@@ -42,17 +42,27 @@ type limitState struct {
 	st     state
 }
 
-// find returns the state of l, nil when the key has none yet.
+// find returns the state of l, nil when the key has none yet. A named
+// limit is found by its name, as the Redis store keys it by Limit.ID: a plan
+// whose parameters change keeps its state in both stores.
 func (ks *keyState) find(l Limit) *limitState {
-	if ks.first.limit == l {
+	if sameID(ks.first.limit, l) {
 		return &ks.first
 	}
 	for i := range ks.more {
-		if ks.more[i].limit == l {
+		if sameID(ks.more[i].limit, l) {
 			return &ks.more[i]
 		}
 	}
 	return nil
+}
+
+// sameID reports whether a and b have the same Limit.ID, without building it.
+func sameID(a, b Limit) bool {
+	if a.Name != "" || b.Name != "" {
+		return a.Name == b.Name
+	}
+	return a == b
 }
 
 // drop removes the limits for which gone reports true, and reports how many
@@ -104,7 +114,7 @@ func (sh *memoryShard) put(key string, l Limit, st state) {
 		return
 	}
 	if ls := ks.find(l); ls != nil {
-		ls.st = st
+		ls.limit, ls.params, ls.st = l, paramsOf(l), st
 		return
 	}
 	ks.more = append(ks.more, limitState{limit: l, params: paramsOf(l), st: st})
@@ -170,7 +180,9 @@ func (s *MemoryStore) Reset(_ context.Context, key string, limits ...Limit) erro
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if ks := sh.m[key]; ks != nil {
-		if _, empty := ks.drop(func(ls limitState) bool { return slices.Contains(limits, ls.limit) }); empty {
+		if _, empty := ks.drop(func(ls limitState) bool {
+			return slices.ContainsFunc(limits, func(l Limit) bool { return sameID(ls.limit, l) })
+		}); empty {
 			delete(sh.m, key)
 		}
 	}
@@ -188,7 +200,7 @@ func (s *MemoryStore) decideAt(key string, n, now int64, limits []Limit) (Decisi
 		if ks := sh.m[key]; ks != nil {
 			ls = ks.find(*l)
 		}
-		if ls != nil && n <= ls.params.capacity {
+		if ls != nil && ls.limit == *l && n <= ls.params.capacity {
 			// Only limits that passed CheckRequest are ever stored, so a
 			// known one skips validation.
 			o := decide(&ls.params, &ls.st, now, n, &ls.st)

@@ -148,3 +148,25 @@ func sampleLimits() []limiter.Limit {
 	}
 	return ls
 }
+
+// TestNamedLimitKeepsStateAcrossChanges: a named limit whose parameters
+// change (a plan edited) keeps the key's state, as the Redis store does,
+// which keys state by Limit.ID.
+func TestNamedLimitKeepsStateAcrossChanges(t *testing.T) {
+	s := limiter.NewMemoryStore()
+	plan := limiter.Limit{Name: "plan", Algorithm: limiter.FixedWindow, Rate: 5, Period: time.Minute, Burst: 5}
+	if _, err := s.AllowNAt("k", 4, limitertest.T0, plan); err != nil {
+		t.Fatal(err)
+	}
+	plan.Rate, plan.Burst = 10, 10
+	d, err := s.AllowNAt("k", 1, limitertest.T0, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := d.Remaining, int64(5); got != want {
+		t.Fatalf("after raising the plan to 10: Remaining = %d, want %d (4 already used)", got, want)
+	}
+	if got := s.Len(); got != 1 {
+		t.Fatalf("Len = %d, want one state for the named limit", got)
+	}
+}

@@ -68,16 +68,20 @@ func (b *batcher) do(ctx context.Context, tag string, keys []string, args []any)
 		go b.flush()
 	}
 	b.mu.Unlock()
-	select {
-	case <-c.done:
-		reply, err := c.reply, c.err
-		*c = call{done: c.done}
-		callPool.Put(c)
-		return reply, err
-	case <-ctx.Done():
-		// The flusher still owns c and will signal it; c is not reused.
-		return nil, ctx.Err()
+	if done := ctx.Done(); done != nil {
+		select {
+		case <-c.done:
+		case <-done:
+			// The flusher still owns c and will signal it; c is not reused.
+			return nil, ctx.Err()
+		}
+	} else {
+		<-c.done // a context that never ends: no select needed
 	}
+	reply, err := c.reply, c.err
+	*c = call{done: c.done}
+	callPool.Put(c)
+	return reply, err
 }
 
 // flush sends batches until the queue is empty, then exits.
