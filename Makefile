@@ -3,12 +3,18 @@ GO      ?= go
 OUT     ?= rlbench-out
 BIN     ?= bin/rlbench
 
-.PHONY: all build test bench deps
+.PHONY: all build run test bench deps
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/rlbench
+
+# run fires the quickstart scenario at three sample API instances sharing one
+# Redis (redis-server from the PATH, else an embedded one) and writes the
+# report, summary and JUnit files under $(OUT).
+run: build
+	$(BIN) run --out $(OUT) quickstart
 
 # deps installs what the tests and runs need beyond Go: redis-server, from
 # the system's package manager when it is missing.

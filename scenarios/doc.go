@@ -31,7 +31,7 @@
 //	  spread: round_robin       # round_robin | random (seeded), over instances
 //	  store: redis              # redis | memory (instances only)
 //	  failure_mode: open        # open | closed | fallback (instances only)
-//	  store_timeout: 50ms       # instances only
+//	  store_timeout: 1s         # instances only; default 1s (drills: 50ms)
 //	  clock_skew:               # instances only: offset an instance's clock
 //	    - {instance: instance-2, offset: 1h}
 //	  routes:

@@ -153,8 +153,12 @@ const (
 )
 
 // DefaultStoreTimeout is the store timeout of the sample API instances when
-// the scenario gives none.
-const DefaultStoreTimeout = 50 * time.Millisecond
+// the scenario gives none. It is long on purpose: a scenario that is not a
+// drill tests enforcement, and a timeout a stalled CI machine can hit would
+// turn its decisions over to the failure mode (a fail-open admission is
+// then an excess the budget check rightly reports). Drills set the short
+// production timeout they exercise, such as 50ms.
+const DefaultStoreTimeout = time.Second
 
 // Target is what the traffic is fired at: Instances sample API processes
 // started by rlbench, or the External URLs. Exactly one of the two is set.
