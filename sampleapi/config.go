@@ -74,6 +74,10 @@ type Config struct {
 	// fallback store, the Reset and decision-time fields), to simulate
 	// clock skew; the Redis store decides on Redis TIME and ignores it.
 	ClockOffset time.Duration `yaml:"clock_offset"`
+	// Faulty, when set, names a deliberately faulty limiter variant
+	// (package sampleapi/faulty) to run instead of the reference limiter,
+	// for verifying rlbench's checker by mutation. Never set it in service.
+	Faulty string `yaml:"faulty"`
 	// Postgres, when set, is a PostgreSQL DSN from which API keys and plans
 	// are read (table api_keys, created if missing) instead of Keys.
 	Postgres string `yaml:"postgres"`
@@ -270,7 +274,7 @@ func yamlError(file string, err error) error {
 var validKeys = []string{
 	"instance", "addr", "store", "redis", "postgres", "plan_refresh", "shutdown_timeout",
 	"algorithm", "headers", "decision_time_header", "shadow", "trusted_proxies", "anonymous",
-	"routes", "keys", "name", "key", "allow_anonymous", "any_key", "extra_routes", "method", "path", "baseline", "failure_mode", "store_timeout", "instances", "clock_offset", "rate_limit_per_minute", "rate_limit_burst",
+	"routes", "keys", "name", "key", "allow_anonymous", "any_key", "extra_routes", "method", "path", "baseline", "failure_mode", "store_timeout", "instances", "clock_offset", "faulty", "rate_limit_per_minute", "rate_limit_burst",
 	"monthly_quota", "cost", "limits",
 }
 
@@ -406,6 +410,9 @@ func (c *Config) Validate() error {
 		if _, err := resilience.ParseMode(c.FailureMode); err != nil {
 			return c.errorAt("%q; use open, closed or fallback", []any{"failure_mode"}, c.FailureMode)
 		}
+	}
+	if err := c.checkFaulty(); err != nil {
+		return err
 	}
 	if c.StoreTimeout < 0 {
 		return c.errorAt("%v is negative", []any{"store_timeout"}, c.StoreTimeout)

@@ -29,8 +29,12 @@ func (c Config) Clock() func() time.Time {
 // OpenLimiter returns the limiter cfg.Store names and a function releasing
 // it: the Redis store on a client for cfg.Redis, or a MemoryStore swept of
 // idle keys every minute until ctx ends; wrapped in the resilience wrapper
-// when cfg.FailureMode is set. An unreachable Redis is logged, not fatal.
+// when cfg.FailureMode is set; or, when cfg.Faulty is set, that faulty
+// variant instead. An unreachable Redis is logged, not fatal.
 func OpenLimiter(ctx context.Context, cfg Config, logger *slog.Logger) (limiter.Limiter, func() error, error) {
+	if cfg.Faulty != "" {
+		return openFaulty(ctx, cfg, logger)
+	}
 	store, closeStore, err := openStore(ctx, cfg, logger)
 	if err != nil || cfg.FailureMode == "" {
 		return store, closeStore, err
@@ -154,7 +158,7 @@ func Run(ctx context.Context, cfg Config, ln net.Listener, logger *slog.Logger) 
 		return err
 	}
 	hs := &http.Server{
-		Handler:           srv.Handler(),
+		Handler:           faultyHandler(cfg, srv.Handler()),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),

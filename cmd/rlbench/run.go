@@ -10,12 +10,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/rlbench/rlbench/harness/checker"
 	"github.com/rlbench/rlbench/harness/progress"
 	"github.com/rlbench/rlbench/harness/runner"
 	"github.com/rlbench/rlbench/harness/runrecord"
+	"github.com/rlbench/rlbench/limiter"
 	"github.com/rlbench/rlbench/reports"
 	"github.com/rlbench/rlbench/scenarios"
 )
@@ -43,6 +45,9 @@ Flags:
                         docker, embedded or external
   --redis-url URL       the Redis of --redis-provider external
   --binary PATH         the rlbench executable instances run (default: this one)
+  --claim ROUTE=SPEC    hold ROUTE to the limit SPEC instead of the scenario's
+                        policies (repeat for several limits); the instances
+                        still enforce the scenario's: checks a stricter promise
 
 Exit codes: 0 every check passed, 1 a check failed (or its verdict is
 unknown), 2 invalid input or a scenario that could not run.
@@ -53,6 +58,8 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var out, prov, url, binary string
+	var claims listFlag
+	fs.Var(&claims, "claim", "")
 	fs.StringVar(&out, "out", "rlbench-out", "")
 	fs.StringVar(&prov, "redis-provider", "", "")
 	fs.StringVar(&url, "redis-url", "", "")
@@ -77,6 +84,18 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 	default:
 		return usagef("--redis-provider %q: use auto, process, docker, embedded or external", prov)
 	}
+	claimed := map[string][]limiter.Limit{}
+	for _, c := range claims {
+		route, spec, ok := strings.Cut(c, "=")
+		if !ok || !strings.HasPrefix(route, "/") {
+			return usagef("--claim %q: want ROUTE=SPEC, as in /api/items=gcra:9/1m,burst=9", c)
+		}
+		l, err := limiter.ParseLimit(spec)
+		if err != nil {
+			return usagef("--claim %q: %v", c, err)
+		}
+		claimed[route] = append(claimed[route], l)
+	}
 	scs, err := scenarios.Load(fs.Args()...)
 	if err != nil {
 		return err
@@ -85,7 +104,7 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 		return fmt.Errorf("output directory: %w", err)
 	}
 	r := runner.New(runner.Options{
-		OutDir: out, Binary: binary, Provider: provider, RedisURL: url,
+		OutDir: out, Binary: binary, Provider: provider, RedisURL: url, Claims: claimed,
 		Progress: c.stderr, Log: c.stderr, Interactive: progress.Interactive(c.stderr),
 	})
 	start := time.Now()

@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/rlbench/rlbench/sampleapi"
+	"github.com/rlbench/rlbench/sampleapi/faulty"
 )
 
 // serveCommand runs one instance of the sample API.
@@ -42,6 +44,10 @@ Flags (each overrides the configuration file):
   --store-timeout DURATION  bound on each store call with --failure-mode (default 50ms)
   --instances N           instances sharing the store, for the fallback's share (default 1)
   --clock-offset DURATION shift this instance's own clock, to simulate skew
+  --faulty NAME           run a deliberately FAULTY limiter variant instead of the reference,
+                          for mutation testing of the checker (rlbench mutate): one of
+                          `+strings.Join(faulty.Names(), ", ")+`;
+                          non-atomic takes its read-to-write delay as non-atomic:5ms
   --shutdown-timeout DURATION  bound on the drain of in-flight requests (default 10s)
   --log-level LEVEL       debug, info, warn or error (default info)
 `
@@ -50,7 +56,7 @@ Flags (each overrides the configuration file):
 // serveFlags are the values of serve's flags.
 type serveFlags struct {
 	addr, config, store, redis, postgres, instance, headers, logLevel string
-	failureMode                                                       string
+	failureMode, faulty                                               string
 	planRefresh, shutdownTimeout, storeTimeout, clockOffset           time.Duration
 	instances                                                         int
 	shadow                                                            bool
@@ -77,6 +83,7 @@ func (c *serveCommand) parse(args []string) (*serveFlags, map[string]bool, error
 	fs.DurationVar(&f.storeTimeout, "store-timeout", 0, "store call bound")
 	fs.IntVar(&f.instances, "instances", 0, "instances sharing the store")
 	fs.DurationVar(&f.clockOffset, "clock-offset", 0, "clock shift")
+	fs.StringVar(&f.faulty, "faulty", "", "faulty limiter variant")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, nil, err
@@ -125,6 +132,9 @@ func (f *serveFlags) configure(set map[string]bool) (sampleapi.Config, error) {
 	if set["clock-offset"] {
 		cfg.ClockOffset = f.clockOffset
 	}
+	if set["faulty"] {
+		cfg.Faulty = f.faulty
+	}
 	if set["redis"] && !set["store"] && cfg.Store == sampleapi.StoreMemory {
 		cfg.Store = sampleapi.StoreRedis // --redis alone means: use it
 	}
@@ -155,6 +165,11 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
+	}
+	if cfg.Faulty != "" {
+		v, _ := faulty.Lookup(cfg.Faulty) // validated by configure
+		logger.Warn("FAULTY LIMITER: this instance runs a deliberately broken limiter for mutation testing; never serve real traffic with it",
+			"variant", cfg.Faulty, "fault", v.Fault)
 	}
 	fmt.Fprintf(c.stdout, "listening on %s\n", ln.Addr())
 	if err := sampleapi.Run(ctx, cfg, ln, logger); err != nil {

@@ -30,8 +30,9 @@ type Cluster struct {
 // StartCluster starts masters cluster-enabled servers, assigns each a
 // contiguous slot range, joins them with CLUSTER MEET and returns once every
 // node reports cluster_state:ok and knows every other node. masters must be
-// at least 1 (3 is the smallest cluster Redis itself recommends). On error
-// every started node is stopped.
+// at least 1 (3 is the smallest cluster Redis itself recommends). It needs
+// Redis 7.0 or later (cluster-port, CLUSTER ADDSLOTSRANGE). On error every
+// started node is stopped.
 func StartCluster(ctx context.Context, masters int) (*Cluster, error) {
 	if masters < 1 || masters > clusterSlots {
 		return nil, fmt.Errorf("start cluster: %d masters: want between 1 and %d", masters, clusterSlots)

@@ -49,6 +49,13 @@ type Options struct {
 	Progress, Log io.Writer
 	// Interactive draws a live bar on Progress instead of periodic lines.
 	Interactive bool
+	// Claims, by route, replace the policies the checks hold the target to
+	// (the instances still run the scenario's): a stricter promise than the
+	// target keeps must fail.
+	Claims map[string][]limiter.Limit
+	// InstanceArgs are extra `rlbench serve` flags for every sample API
+	// instance, after the scenario's own (such as --faulty NAME).
+	InstanceArgs []string
 }
 
 // Outcome is one scenario's run.
@@ -247,7 +254,7 @@ func (r *Runner) startTarget(ctx context.Context, sc *scenarios.Scenario, dir, r
 		specs[i] = instances.Spec{
 			Name:   scenarios.InstanceName(i),
 			Binary: r.opts.Binary,
-			Args:   InstanceArgs(sc, cfgPath, redisURL, i),
+			Args:   append(InstanceArgs(sc, cfgPath, redisURL, i), r.opts.InstanceArgs...),
 		}
 	}
 	if g, err = instances.StartGroup(ctx, specs); err != nil {
@@ -272,7 +279,7 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 			continue
 		}
 		rp := history.RoutePolicy{Route: rt.Path}
-		for _, l := range rt.Policies {
+		for _, l := range r.claimed(rt) {
 			rp.Limits = append(rp.Limits, l.Spec())
 		}
 		hdr.Policies = append(hdr.Policies, rp)
@@ -326,6 +333,14 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 	return nil
 }
 
+// claimed is the policy the checks hold route rt to.
+func (r *Runner) claimed(rt scenarios.Route) []limiter.Limit {
+	if claim, ok := r.opts.Claims[rt.Path]; ok {
+		return claim
+	}
+	return rt.Policies
+}
+
 // identityPrefix keeps this run's keys apart from an earlier run's on a
 // Redis that outlives runs (external); a Redis the run started is empty.
 func (r *Runner) identityPrefix(out *Outcome, start time.Time) string {
@@ -346,7 +361,13 @@ func (r *Runner) check(sc *scenarios.Scenario, path string, out *Outcome) (*chec
 	if err != nil {
 		return nil, err
 	}
-	rep, err := checker.Check(src, Policy(sc, out.ClockOffset, out.ClockUncertainty, out.Faults))
+	p := Policy(sc, out.ClockOffset, out.ClockUncertainty, out.Faults)
+	for i, rule := range p.Rules {
+		if claim, ok := r.opts.Claims[rule.Route]; ok {
+			p.Rules[i].Limits = claim
+		}
+	}
+	rep, err := checker.Check(src, p)
 	if err != nil {
 		return nil, err
 	}

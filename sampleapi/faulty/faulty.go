@@ -1,0 +1,183 @@
+// Package faulty holds deliberately faulty limiter variants, one per fault
+// that widely used rate limiters have shipped, for verifying rlbench's
+// checker by mutation: every variant differs from the reference limiter by
+// its fault alone, and a scenario aimed at it must fail with the check that
+// names the fault (DESIGN.md, "Verifying the verifier"). A sample API
+// instance runs one with `rlbench serve --faulty NAME`; none is ever the
+// default, and each name says what is wrong with it.
+//
+// Variants and the check meant to catch each:
+//
+//	private-bucket     a private in-memory bucket per instance: N instances give N budgets (budget)
+//	non-atomic         GET, decide, SET in separate round trips, with a delay between read and write (budget; case C1)
+//	client-clock       the instance's own clock decides the shared state, so a skewed instance disagrees (budget)
+//	fixed-as-sliding   a fixed window served where a sliding window log is declared (budget)
+//	no-ttl             the window key's TTL is never set: an immortal key (a TTL scan of Redis; case C6)
+//	rejected-consumes  a rejected request still consumes quota (false-rejections)
+//	retry-after-short  Retry-After one second short of the truth (retry-after; case C5)
+//	half-token         half a token rounded up to a whole one, admitting early (budget)
+//	no-timeout         fail-open with no timeout: requests hang on a paused Redis (fault-latency; case C10)
+//	leftmost-xff       the leftmost X-Forwarded-For entry, written by the client, names it
+package faulty
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlbench/rlbench/limiter"
+	"github.com/rlbench/rlbench/limiter/redisstore"
+)
+
+// Names of the variants.
+const (
+	PrivateBucket    = "private-bucket"
+	NonAtomic        = "non-atomic"
+	ClientClock      = "client-clock"
+	FixedAsSliding   = "fixed-as-sliding"
+	NoTTL            = "no-ttl"
+	RejectedConsumes = "rejected-consumes"
+	RetryAfterShort  = "retry-after-short"
+	HalfToken        = "half-token"
+	NoTimeout        = "no-timeout"
+	LeftmostXFF      = "leftmost-xff"
+)
+
+// DefaultNonAtomicDelay is the pause of NonAtomic between reading a key's
+// state and writing it back, as in field case C1; "non-atomic:DURATION"
+// sets another.
+const DefaultNonAtomicDelay = 5 * time.Millisecond
+
+// ErrUnknownVariant is returned by Lookup for a name that is no variant.
+var ErrUnknownVariant = errors.New("unknown faulty variant")
+
+// Env is what a variant is built from: the instance's Redis and clock.
+type Env struct {
+	// Redis is the instance's Redis client options, with the sample API's
+	// timeouts applied; nil when the instance runs without Redis.
+	Redis *redis.Options
+	// Clock is the instance's own clock (shifted by --clock-offset); nil
+	// means time.Now.
+	Clock func() time.Time
+	// Logger receives the variants' messages; nil discards them.
+	Logger *slog.Logger
+}
+
+// Variant is one faulty limiter. The zero value is not usable; get one
+// from Lookup.
+type Variant struct {
+	// Name is the variant's name, as --faulty takes it.
+	Name string
+	// Fault says in one line what is wrong with it.
+	Fault string
+	// NeedsRedis reports whether the variant keeps its state in Redis.
+	NeedsRedis bool
+	// OwnFailureMode reports whether the variant answers store failures
+	// itself, so that no resilience wrapper may be put around it.
+	OwnFailureMode bool
+
+	delay time.Duration
+	open  func(ctx context.Context, v Variant, env Env) (limiter.Limiter, func() error, error)
+	wrap  func(http.Handler) http.Handler
+}
+
+var variants = []Variant{
+	{Name: PrivateBucket, Fault: "a private in-memory bucket per instance: N instances give N budgets", open: openPrivateBucket},
+	{Name: NonAtomic, Fault: "reads, decides and writes in separate Redis round trips (GET then SET), racing under concurrency", NeedsRedis: true, open: openNonAtomic},
+	{Name: ClientClock, Fault: "the instance's own clock decides the shared state, so a skewed instance disagrees with the others", NeedsRedis: true, open: openClientClock},
+	{Name: FixedAsSliding, Fault: "serves a fixed window where a sliding window log is declared", open: openFixedAsSliding},
+	{Name: NoTTL, Fault: "never sets the TTL of the keys it writes: they live forever", NeedsRedis: true, open: openNoTTL},
+	{Name: RejectedConsumes, Fault: "a rejected request still consumes quota", NeedsRedis: true, open: openRejectedConsumes},
+	{Name: RetryAfterShort, Fault: "Retry-After one second short of the truth", open: openRetryAfterShort},
+	{Name: HalfToken, Fault: "rounds the tokens left to the nearest whole one, granting half a token as a whole one", NeedsRedis: true, open: openHalfToken},
+	{Name: NoTimeout, Fault: "fails open with no timeout: requests hang while Redis is paused", NeedsRedis: true, OwnFailureMode: true, open: openNoTimeout},
+	{Name: LeftmostXFF, Fault: "trusts the leftmost X-Forwarded-For entry, which the client writes, as the client address", open: openReference, wrap: trustLeftmostXFF},
+}
+
+// Names returns the names of every variant, in the order of the package
+// documentation.
+func Names() []string {
+	out := make([]string, len(variants))
+	for i, v := range variants {
+		out[i] = v.Name
+	}
+	return out
+}
+
+// Lookup returns the variant called name. NonAtomic takes its delay after a
+// colon, "non-atomic:20ms". Errors wrap ErrUnknownVariant, or describe a
+// bad parameter.
+func Lookup(name string) (Variant, error) {
+	base, param, hasParam := strings.Cut(name, ":")
+	for _, v := range variants {
+		if v.Name != base {
+			continue
+		}
+		if v.Name == NonAtomic {
+			v.delay = DefaultNonAtomicDelay
+			if hasParam {
+				d, err := time.ParseDuration(param)
+				if err != nil || d < 0 {
+					return Variant{}, fmt.Errorf("faulty variant %s: delay %q: want a duration such as 5ms", base, param)
+				}
+				v.delay = d
+			}
+		} else if hasParam {
+			return Variant{}, fmt.Errorf("faulty variant %s takes no parameter", base)
+		}
+		return v, nil
+	}
+	return Variant{}, fmt.Errorf("%w %q; the variants are %s", ErrUnknownVariant, name, strings.Join(Names(), ", "))
+}
+
+// Open builds the variant's limiter for env and returns it with a function
+// releasing what it opened. It fails when the variant needs Redis and env
+// has none.
+func (v Variant) Open(ctx context.Context, env Env) (limiter.Limiter, func() error, error) {
+	if v.open == nil {
+		return nil, nil, fmt.Errorf("%w: the zero Variant; use Lookup", ErrUnknownVariant)
+	}
+	if v.NeedsRedis && env.Redis == nil {
+		return nil, nil, fmt.Errorf("faulty variant %s keeps its state in Redis: run it with --redis", v.Name)
+	}
+	if env.Clock == nil {
+		env.Clock = time.Now
+	}
+	if env.Logger == nil {
+		env.Logger = slog.New(slog.DiscardHandler)
+	}
+	return v.open(ctx, v, env)
+}
+
+// Handler wraps the instance's HTTP handler for the variants whose fault
+// lies before the limiter (LeftmostXFF); for the others it returns h.
+func (v Variant) Handler(h http.Handler) http.Handler {
+	if v.wrap == nil {
+		return h
+	}
+	return v.wrap(h)
+}
+
+// openReference opens the reference limiter on env: the Redis store when
+// env has Redis, else a memory store on the instance's clock.
+func openReference(_ context.Context, _ Variant, env Env) (limiter.Limiter, func() error, error) {
+	if env.Redis == nil {
+		return limiter.NewMemoryStore(limiter.WithClock(env.Clock)), noClose, nil
+	}
+	client := redis.NewClient(env.Redis)
+	return redisstore.New(client), client.Close, nil
+}
+
+func noClose() error { return nil }
+
+// openPrivateBucket ignores Redis: each instance decides on a memory store
+// of its own, so each has the whole budget.
+func openPrivateBucket(_ context.Context, _ Variant, env Env) (limiter.Limiter, func() error, error) {
+	return limiter.NewMemoryStore(limiter.WithClock(env.Clock)), noClose, nil
+}
