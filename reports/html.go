@@ -177,6 +177,9 @@ func metaFacts(run *Run) []fact {
 			fact{"start", m.Start.UTC().Format(time.RFC3339)},
 			fact{"duration", m.Duration.Round(time.Millisecond).String()},
 		)
+		if g := m.Generator; g != nil {
+			fs = append(fs, fact{"load generator ceiling", fmt.Sprintf("%.0f req/s against a no-op handler (p50 %v, p99 %v)", g.Rate, g.P50, g.P99)})
+		}
 		var redis []string
 		for _, s := range rec.Scenarios {
 			if r := redisLabel(s.Redis); r != "" && !slices.Contains(redis, r) {

@@ -17,6 +17,7 @@ import (
 	"github.com/rlbench/rlbench/harness/progress"
 	"github.com/rlbench/rlbench/harness/runner"
 	"github.com/rlbench/rlbench/harness/runrecord"
+	"github.com/rlbench/rlbench/harness/traffic"
 	"github.com/rlbench/rlbench/limiter"
 	"github.com/rlbench/rlbench/reports"
 	"github.com/rlbench/rlbench/scenarios"
@@ -110,6 +111,12 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 	start := time.Now()
 	summary := checker.NewSummary(start)
 	record := &runrecord.RunRecord{Schema: runrecord.Schema, Meta: runrecord.NewMeta(Version(), Commit(), start)}
+	if cal, err := traffic.Calibrate(ctx, time.Second, 0); err != nil {
+		fmt.Fprintf(c.stderr, "rlbench run: calibrating the load generator: %v\n", err)
+	} else {
+		record.Meta.Generator = &runrecord.GeneratorCeiling{Rate: cal.Rate, P50: cal.P50, P99: cal.P99}
+		fmt.Fprintf(c.stderr, "load generator ceiling on this machine: %.0f req/s against a no-op handler (p50 %v, p99 %v)\n", cal.Rate, cal.P50, cal.P99)
+	}
 	var failedToRun []error
 	for _, sc := range scs {
 		o, err := r.Run(ctx, sc)

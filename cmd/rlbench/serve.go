@@ -46,7 +46,7 @@ Flags (each overrides the configuration file):
   --clock-offset DURATION shift this instance's own clock, to simulate skew
   --faulty NAME           run a deliberately FAULTY limiter variant instead of the reference,
                           for mutation testing of the checker (rlbench mutate): one of
-                          `+strings.Join(faulty.Names(), ", ")+`;
+                          ` + strings.Join(faulty.Names(), ", ") + `;
                           non-atomic takes its read-to-write delay as non-atomic:5ms
   --shutdown-timeout DURATION  bound on the drain of in-flight requests (default 10s)
   --log-level LEVEL       debug, info, warn or error (default info)

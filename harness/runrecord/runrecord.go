@@ -39,6 +39,18 @@ type Meta struct {
 	Hostname  string        `json:"hostname"`
 	Start     time.Time     `json:"start"`
 	Duration  time.Duration `json:"duration_ns"`
+	// Generator is the load generator's own ceiling on this machine,
+	// measured against a no-op loopback handler before the scenarios ran.
+	Generator *GeneratorCeiling `json:"generator,omitempty"`
+}
+
+// GeneratorCeiling is what the load generator sustains against a handler
+// that does nothing: scenario rates near it measure the generator, not the
+// target.
+type GeneratorCeiling struct {
+	Rate float64       `json:"rate_per_s"`
+	P50  time.Duration `json:"p50_ns"`
+	P99  time.Duration `json:"p99_ns"`
 }
 
 // NewMeta returns the metadata of a run of the given build started at start.
