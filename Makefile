@@ -28,6 +28,23 @@ deps:
 test: deps
 	$(GO) test -race -count=1 ./...
 
+# bench measures the limiter on this machine, with the anchors users would
+# pick instead (x/time/rate in memory, go-redis/redis_rate on the same
+# redis-server), and prints the table of medians and ratios. Raw output in
+# $(BENCH_OUT). It takes a few minutes.
+BENCH_OUT ?= bench.txt
+bench: deps
+	$(GO) test -run '^$$' -bench 'MemoryStore|AnchorXTimeRate' -benchtime 300ms -count 5 ./limiter/ | tee $(BENCH_OUT)
+	$(GO) test -run '^$$' -bench 'BenchmarkRedis$$' -benchtime 1s ./limiter/redisstore/ | tee -a $(BENCH_OUT)
+	$(GO) test -run '^$$' -bench 'BenchmarkVersusRedisRate' -benchtime 100000x ./limiter/redisstore/ | tee -a $(BENCH_OUT)
+	@echo
+	@$(GO) run ./limiter/internal/benchtable \
+		-ratio 'MemoryStore/*/keys=10000 / AnchorXTimeRate/keys=10000' \
+		-ratio 'MemoryStore/*/keys=1 / AnchorXTimeRate/keys=1' \
+		-ratio 'Redis/store=batched/*/10kkeys / Redis/anchor=redis_rate/10kkeys' \
+		-ratio 'Redis/store=batched/*/1key / Redis/anchor=redis_rate/1key' \
+		-ratio 'Redis/store=batched/*/10kkeys / Redis/ceiling=noop_evalsha' < $(BENCH_OUT)
+
 # screenshot renders the report of the run in RUN_DIR with this tree's
 # renderer and photographs its first screen in headless Chromium (Debian
 # package chromium, installed when missing) to SCREENSHOT. RUN_DIR is left

@@ -78,10 +78,10 @@ func tokenBucket(p *params, s *state, now, n int64, out *state) outcome {
 		tokens, last = burst, now
 	}
 	if elapsed := now - last; elapsed > 0 { // a clock that steps back refills nothing
-		refill := elapsed / t
-		if tokens+refill >= burst {
+		if elapsed >= (burst-tokens)*t { // full again; no division needed
 			tokens, last = burst, now
 		} else {
+			refill := elapsed / t
 			tokens, last = tokens+refill, last+refill*t // keep the partial interval
 		}
 	}

@@ -2,8 +2,10 @@ package limiter_test
 
 import (
 	"context"
+	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -90,4 +92,49 @@ func BenchmarkAnchorXTimeRate(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkVersusXTimeRate alternates rounds of 10,000 decisions on the
+// memory store (token bucket) and on the x/time/rate map, from GOMAXPROCS
+// goroutines over 10k keys, so that a shared, noisy machine slows both
+// alike; it reports both costs and their ratio ("x", ours/anchor: ≤ 1 means
+// ours is at least as fast).
+//
+//	go test -run '^$' -bench VersusXTimeRate -benchtime 2000000x ./limiter/
+func BenchmarkVersusXTimeRate(b *testing.B) {
+	ctx := context.Background()
+	s := limiter.NewMemoryStore()
+	l := benchLimit(limiter.TokenBucket)
+	r := &mutexRateMap{m: make(map[string]*rate.Limiter)}
+	ours := func(key string) { s.AllowN(ctx, key, 1, l) }
+	anchor := func(key string) { r.allow(key) }
+	b.ReportAllocs()
+	const round = 10_000
+	var oursTime, anchorTime time.Duration
+	for done := 0; done < b.N; done += round {
+		n := min(round, b.N-done)
+		anchorTime += parallelRound(n, anchor)
+		oursTime += parallelRound(n, ours)
+	}
+	b.ReportMetric(float64(oursTime.Nanoseconds())/float64(b.N), "ours-ns/op")
+	b.ReportMetric(float64(anchorTime.Nanoseconds())/float64(b.N), "anchor-ns/op")
+	b.ReportMetric(float64(oursTime)/float64(anchorTime), "x")
+}
+
+// parallelRound runs op n times from GOMAXPROCS goroutines over the keys.
+func parallelRound(n int, op func(key string)) time.Duration {
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	start := time.Now()
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				op(keyNames[(i*7919)%benchKeys])
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(start)
 }

@@ -155,7 +155,21 @@ func (s *MemoryStore) AllowN(_ context.Context, key string, n int64, limits ...L
 	if n < 1 {
 		return Decision{}, CheckRequest(n, limits)
 	}
-	return s.decideAt(key, n, s.now(), limits)
+	now := s.now()
+	if len(limits) == 1 { // the hot path, inlined: one lookup, an update in place
+		sh := s.shard(key)
+		sh.mu.Lock()
+		// Only limits that passed CheckRequest are ever stored, so a known
+		// one needs no validation.
+		if ks := sh.m[key]; ks != nil && ks.first.limit == limits[0] && n <= ks.first.params.capacity {
+			ls := &ks.first
+			o := decide(&ls.params, &ls.st, now, n, &ls.st)
+			sh.mu.Unlock()
+			return NewDecision(limits[0], o.allowed, o.remaining, o.resetAfter, o.retryAfter, o.delay), nil
+		}
+		sh.mu.Unlock()
+	}
+	return s.decideAt(key, n, now, limits)
 }
 
 // AllowNAt is AllowN at time t instead of the store's clock.
@@ -190,24 +204,13 @@ func (s *MemoryStore) Reset(_ context.Context, key string, limits ...Limit) erro
 }
 
 // decideAt takes the decision for cost n (0 = peek) at now, all-or-nothing
-// over limits: states are written only when every limit admits.
+// over limits: states are written only when every limit admits. AllowN
+// takes the common case (one known limit) before it, without validating a
+// limit that was validated when its state was stored.
 func (s *MemoryStore) decideAt(key string, n, now int64, limits []Limit) (Decision, error) {
 	sh := s.shard(key)
-	if len(limits) == 1 { // the common case: one lookup, an update in place
+	if len(limits) == 1 {
 		l := &limits[0]
-		sh.mu.Lock()
-		var ls *limitState
-		if ks := sh.m[key]; ks != nil {
-			ls = ks.find(*l)
-		}
-		if ls != nil && ls.limit == *l && n <= ls.params.capacity {
-			// Only limits that passed CheckRequest are ever stored, so a
-			// known one skips validation.
-			o := decide(&ls.params, &ls.st, now, n, &ls.st)
-			sh.mu.Unlock()
-			return o.decision(l), nil
-		}
-		sh.mu.Unlock()
 		if err := CheckRequest(max(n, 1), limits); err != nil {
 			return Decision{}, err
 		}

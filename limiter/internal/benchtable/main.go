@@ -6,9 +6,9 @@
 //	    -ratio 'MemoryStore/*/keys=10000 / AnchorXTimeRate/keys=10000'
 //
 // A ratio spec is "OURS / ANCHOR" where OURS may hold one '*', matched
-// against every benchmark. For ns/op the ratio is ours/anchor (≤ 1 means
-// ours is at least as fast); for a throughput metric (unit ending in "/s")
-// it is ours/anchor too, so ≥ 1 means ours is faster.
+// against every benchmark. The figure compared is decisions/s when the
+// anchor reports it (ratio ≥ 1: ours is faster), else ns/op (ratio ≤ 1:
+// ours is at least as fast).
 package main
 
 import (
@@ -86,25 +86,38 @@ func median(vs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// mainUnit is the figure a benchmark is judged by: a throughput metric
-// when it reports one, else ns/op.
+// mainUnit is the figure a benchmark is judged by: "decisions/s" when it
+// reports it, else ns/op.
 func mainUnit(r result) string {
-	for unit := range r {
-		if strings.HasSuffix(unit, "/s") && unit != "MB/s" {
-			return unit
-		}
+	if _, ok := r["decisions/s"]; ok {
+		return "decisions/s"
 	}
 	return "ns/op"
 }
 
+// otherUnits are a benchmark's custom metrics, sorted.
+func otherUnits(r result) []string {
+	var units []string
+	for unit := range r {
+		switch unit {
+		case "ns/op", "B/op", "allocs/op":
+		default:
+			units = append(units, unit)
+		}
+	}
+	slices.Sort(units)
+	return units
+}
+
 func write(w io.Writer, results map[string]result, order []string, ratios []string) {
-	fmt.Fprintf(w, "| benchmark | runs | median ns/op | median allocs/op | other metric (median) |\n|---|---:|---:|---:|---|\n")
+	fmt.Fprintf(w, "| benchmark | runs | median ns/op | median allocs/op | other metrics (median) |\n|---|---:|---:|---:|---|\n")
 	for _, name := range order {
 		r := results[name]
-		other := ""
-		if u := mainUnit(r); u != "ns/op" {
-			other = fmt.Sprintf("%s %s", format(median(r[u])), u)
+		var others []string
+		for _, u := range otherUnits(r) {
+			others = append(others, format(median(r[u]))+" "+u)
 		}
+		other := strings.Join(others, ", ")
 		allocs := "-"
 		if a, ok := r["allocs/op"]; ok {
 			allocs = format(median(a))
