@@ -35,6 +35,7 @@ test: deps
 BENCH_OUT ?= bench.txt
 bench: deps
 	$(GO) test -run '^$$' -bench 'MemoryStore|AnchorXTimeRate' -benchtime 300ms -count 5 ./limiter/ | tee $(BENCH_OUT)
+	$(GO) test -run '^$$' -bench 'VersusXTimeRate' -benchtime 1000000x -count 5 ./limiter/ | tee -a $(BENCH_OUT)
 	$(GO) test -run '^$$' -bench 'BenchmarkRedis$$' -benchtime 1s ./limiter/redisstore/ | tee -a $(BENCH_OUT)
 	$(GO) test -run '^$$' -bench 'BenchmarkVersusRedisRate' -benchtime 100000x ./limiter/redisstore/ | tee -a $(BENCH_OUT)
 	@echo
