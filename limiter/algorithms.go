@@ -15,7 +15,7 @@ package limiter
 //	GCRA, LeakyBucket:    a = theoretical arrival time (TAT)
 //	FixedWindow:          a = window start, b = count
 //	SlidingWindowCounter: a = current window start, b = previous count, c = current count
-//	SlidingWindowLog:     log = admitted units, oldest first
+//	SlidingWindowLog:     log = admitted units, oldest first; a = their sum
 type state struct {
 	a, b, c int64
 	log     []logEntry
@@ -217,13 +217,10 @@ func slidingCounterWait(w, limit, prev, curr, n, elapsed int64) int64 {
 
 func slidingWindowLog(p *params, s *state, now, n int64, out *state) outcome {
 	w, limit := p.interval, p.capacity
-	log := s.log
+	log, count := s.log, s.a
 	for len(log) > 0 && log[0].at <= now-w { // an entry counts while now − at < w
+		count -= log[0].n
 		log = log[1:]
-	}
-	var count int64
-	for _, e := range log {
-		count += e.n
 	}
 	resetAfter := func(log []logEntry) int64 {
 		if len(log) == 0 {
@@ -244,16 +241,15 @@ func slidingWindowLog(p *params, s *state, now, n int64, out *state) outcome {
 		return outcome{remaining: limit - count, resetAfter: resetAfter(log), retryAfter: wait}
 	}
 	if n > 0 {
-		if k := len(log); k > 0 && log[k-1].at == now {
-			log = append(log[:k-1:k-1], logEntry{at: now, n: log[k-1].n + n})
-		} else {
-			log = append(log, logEntry{at: now, n: n})
-		}
+		// Entries of the same instant stay separate: merging one would
+		// write into an array that an uncommitted decision may share.
+		log = append(log, logEntry{at: now, n: n})
+		count += n
 	}
 	if out != nil && n > 0 {
-		*out = state{log: log}
+		*out = state{a: count, log: log}
 	}
-	return outcome{allowed: true, remaining: limit - count - n, resetAfter: resetAfter(log)}
+	return outcome{allowed: true, remaining: limit - count, resetAfter: resetAfter(log)}
 }
 
 // fresh reports whether s decides every later request exactly as a fresh key
