@@ -8,7 +8,7 @@ BIN     ?= bin/rlbench
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/rlbench
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/rlbench
 
 # run fires the quickstart scenario at three sample API instances sharing one
 # Redis (redis-server from the PATH, else an embedded one) and writes the
@@ -67,3 +67,14 @@ screenshot:
 		--user-data-dir="$$tmp/profile" --screenshot=$(abspath $(SCREENSHOT)) --window-size=1280,1600 \
 		"file://$$tmp/report.html" && \
 	echo "screenshot of $(RUN_DIR)'s report in $(SCREENSHOT)"
+
+# mutation verifies the checker by mutation (rlbench mutate): each faulty
+# limiter variant of the sample API must fail its scenario's intended check
+# while the reference limiter passes it. For false alarms, run every shipped
+# scenario 20 times against the reference:
+#   make mutation MUTATION_ARGS='--repeat-reference 20'
+MUTATION_ARGS ?=
+
+.PHONY: mutation
+mutation: deps build
+	$(BIN) mutate --out $(OUT)-mutation $(MUTATION_ARGS)
