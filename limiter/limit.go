@@ -215,6 +215,20 @@ func (l Limit) ID() string {
 	return fmt.Sprintf("%s-%sper%s-b%d", shortAlgorithm[l.Algorithm], rate, compactDuration(l.Period), l.Burst)
 }
 
+// StateID names the state a store keeps for the limit: ID, and for a named
+// limit its parameters too ("minute.gcra-60per1m-b10"), so that a plan
+// whose parameters change starts from a fresh state in every store rather
+// than reading the old state with the new parameters (a GCRA arrival time
+// computed at 0.001/min means nothing at 60/min).
+func (l Limit) StateID() string {
+	if l.Name == "" {
+		return l.ID()
+	}
+	unnamed := l
+	unnamed.Name = ""
+	return l.Name + "." + unnamed.ID()
+}
+
 var shortAlgorithm = map[Algorithm]string{
 	TokenBucket: "tb", GCRA: "gcra", LeakyBucket: "lb",
 	FixedWindow: "fw", SlidingWindowLog: "swl", SlidingWindowCounter: "swc",

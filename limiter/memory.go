@@ -42,27 +42,19 @@ type limitState struct {
 	st     state
 }
 
-// find returns the state of l, nil when the key has none yet. A named
-// limit is found by its name, as the Redis store keys it by Limit.ID: a plan
-// whose parameters change keeps its state in both stores.
+// find returns the state of l, nil when the key has none yet. Limits are
+// equal when their StateIDs are, so a plan whose parameters change starts
+// afresh, as in the Redis store.
 func (ks *keyState) find(l Limit) *limitState {
-	if sameID(ks.first.limit, l) {
+	if ks.first.limit == l {
 		return &ks.first
 	}
 	for i := range ks.more {
-		if sameID(ks.more[i].limit, l) {
+		if ks.more[i].limit == l {
 			return &ks.more[i]
 		}
 	}
 	return nil
-}
-
-// sameID reports whether a and b have the same Limit.ID, without building it.
-func sameID(a, b Limit) bool {
-	if a.Name != "" || b.Name != "" {
-		return a.Name == b.Name
-	}
-	return a == b
 }
 
 // drop removes the limits for which gone reports true, and reports how many
@@ -114,7 +106,7 @@ func (sh *memoryShard) put(key string, l Limit, st state) {
 		return
 	}
 	if ls := ks.find(l); ls != nil {
-		ls.limit, ls.params, ls.st = l, paramsOf(l), st
+		ls.st = st
 		return
 	}
 	ks.more = append(ks.more, limitState{limit: l, params: paramsOf(l), st: st})
@@ -194,9 +186,7 @@ func (s *MemoryStore) Reset(_ context.Context, key string, limits ...Limit) erro
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if ks := sh.m[key]; ks != nil {
-		if _, empty := ks.drop(func(ls limitState) bool {
-			return slices.ContainsFunc(limits, func(l Limit) bool { return sameID(ls.limit, l) })
-		}); empty {
+		if _, empty := ks.drop(func(ls limitState) bool { return slices.Contains(limits, ls.limit) }); empty {
 			delete(sh.m, key)
 		}
 	}

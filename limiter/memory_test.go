@@ -149,24 +149,24 @@ func sampleLimits() []limiter.Limit {
 	return ls
 }
 
-// TestNamedLimitKeepsStateAcrossChanges: a named limit whose parameters
-// change (a plan edited) keeps the key's state, as the Redis store does,
-// which keys state by Limit.ID.
-func TestNamedLimitKeepsStateAcrossChanges(t *testing.T) {
+// TestChangedPlanStartsAfresh: a named limit whose parameters change (a
+// plan edited) is a new state, as in the Redis store (Limit.StateID): the
+// old state, read with the new parameters, would mean nothing.
+func TestChangedPlanStartsAfresh(t *testing.T) {
 	s := limiter.NewMemoryStore()
-	plan := limiter.Limit{Name: "plan", Algorithm: limiter.FixedWindow, Rate: 5, Period: time.Minute, Burst: 5}
-	if _, err := s.AllowNAt("k", 4, limitertest.T0, plan); err != nil {
+	plan := limiter.Limit{Name: "minute", Algorithm: limiter.GCRA, Rate: 0.001, Period: time.Minute, Burst: 1}
+	if _, err := s.AllowNAt("k", 1, limitertest.T0, plan); err != nil {
 		t.Fatal(err)
 	}
-	plan.Rate, plan.Burst = 10, 10
+	plan.Rate, plan.Burst = 60, 5
 	d, err := s.AllowNAt("k", 1, limitertest.T0, plan)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := d.Remaining, int64(5); got != want {
-		t.Fatalf("after raising the plan to 10: Remaining = %d, want %d (4 already used)", got, want)
+	if !d.Allowed || d.Remaining != 4 {
+		t.Fatalf("after raising the plan: %+v, want admitted with 4 remaining", d)
 	}
-	if got := s.Len(); got != 1 {
-		t.Fatalf("Len = %d, want one state for the named limit", got)
+	if got, want := plan.StateID(), "minute.gcra-60per1m-b5"; got != want {
+		t.Fatalf("StateID = %q, want %q", got, want)
 	}
 }

@@ -30,6 +30,7 @@ var commands = map[string]func() command{
 	"list":     func() command { return &listCommand{stdout: os.Stdout} },
 	"validate": func() command { return &validateCommand{stdout: os.Stdout} },
 	"report":   func() command { return &reportCommand{stdout: os.Stdout} },
+	"mutate":   func() command { return &mutateCommand{stdout: os.Stdout, stderr: os.Stderr} },
 }
 
 // Exit codes, as the command line contract in DESIGN.md and the README state.

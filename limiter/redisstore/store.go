@@ -189,7 +189,7 @@ func (s *Store) Reset(ctx context.Context, key string, limits ...limiter.Limit) 
 }
 
 // StorageKey is the Redis key holding key's state under l:
-// "<prefix>{<hex SHA-256 of key, 128 bits>}:<l.ID()>".
+// "<prefix>{<hex SHA-256 of key, 128 bits>}:<l.StateID()>".
 func (s *Store) StorageKey(key string, l limiter.Limit) string {
 	return s.keys(key, []limiter.Limit{l})[0]
 }
@@ -297,7 +297,7 @@ func (s *Store) limitArgs(l limiter.Limit) *limitArgs {
 		}
 	}
 	la := &limitArgs{
-		suffix: ":" + l.ID(),
+		suffix: ":" + l.StateID(),
 		spec:   fmt.Sprintf("%s %d %d", l.Algorithm, l.IntervalMicros(), l.Capacity()),
 	}
 	if s.cached.Load() < maxCachedLimits {

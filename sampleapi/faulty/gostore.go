@@ -42,6 +42,10 @@ type goStore struct {
 	// halfToken admits when the tokens left, rounded to the nearest whole
 	// number, cover the cost (the HalfToken fault).
 	halfToken bool
+
+	// afterRead, when set, runs between reading the state and writing it
+	// back: tests interleave another decision there.
+	afterRead func()
 }
 
 // maxTxAttempts bounds the optimistic transaction's retries under contention.
@@ -111,6 +115,9 @@ func (s *goStore) decide(ctx context.Context, key string, n int64, limits []limi
 		if err != nil || len(writes) == 0 {
 			return d, err
 		}
+		if s.afterRead != nil {
+			s.afterRead()
+		}
 		if s.delay > 0 {
 			t := time.NewTimer(s.delay)
 			select {
@@ -136,6 +143,9 @@ func (s *goStore) decide(ctx context.Context, key string, n int64, limits []limi
 			var err error
 			if d, writes, err = s.read(ctx, tx, ks, n, limits); err != nil || len(writes) == 0 {
 				return err
+			}
+			if s.afterRead != nil {
+				s.afterRead()
 			}
 			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 				setAll(ctx, p, writes)

@@ -159,13 +159,18 @@ const noTimeoutWait = 24 * time.Hour
 // writes nor honours the caller's deadline, so a request waits as long as
 // Redis is paused.
 func openNoTimeout(_ context.Context, _ Variant, env Env) (limiter.Limiter, func() error, error) {
+	r, client := newNoTimeout(env)
+	return r, func() error { return errors.Join(r.Close(), client.Close()) }, nil
+}
+
+func newNoTimeout(env Env) (*resilience.Limiter, *redis.Client) {
 	opts := *env.Redis
 	opts.ReadTimeout, opts.WriteTimeout = -1, -1
 	opts.ContextTimeoutEnabled = false
 	opts.PoolTimeout = noTimeoutWait
 	client := redis.NewClient(&opts)
 	r := resilience.New(redisstore.New(client), resilience.Config{Mode: resilience.FailOpen, Timeout: noTimeoutWait, Clock: env.Clock, Logger: env.Logger})
-	return r, func() error { return errors.Join(r.Close(), client.Close()) }, nil
+	return r, client
 }
 
 // trustLeftmostXFF takes the leftmost X-Forwarded-For entry, which any
