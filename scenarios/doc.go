@@ -48,6 +48,8 @@
 //	  s: 1.1                    # zipf only: the exponent, above 1
 //	  carry: api_key            # api_key (X-API-Key) | client_ip (X-Forwarded-For)
 //	  header: X-API-Key         # overrides the header
+//	  spoof_forwarded_for: true # client_ip: each request puts a forged address
+//	                            # of its own before the real one
 //	traffic:                    # phases, run in order
 //	  - kind: constant          # open model: sends follow the schedule
 //	    name: steady            # default phase-N

@@ -109,12 +109,13 @@ type rawRoute struct {
 }
 
 type rawIdentities struct {
-	Count        *int     `yaml:"count"`
-	Distribution string   `yaml:"distribution"`
-	Share        *float64 `yaml:"share"`
-	S            *float64 `yaml:"s"`
-	Carry        string   `yaml:"carry"`
-	Header       string   `yaml:"header"`
+	Count          *int     `yaml:"count"`
+	Distribution   string   `yaml:"distribution"`
+	Share          *float64 `yaml:"share"`
+	S              *float64 `yaml:"s"`
+	Carry          string   `yaml:"carry"`
+	Header         string   `yaml:"header"`
+	SpoofForwarded bool     `yaml:"spoof_forwarded_for"`
 }
 
 type rawPhase struct {

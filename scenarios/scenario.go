@@ -280,6 +280,11 @@ type Identities struct {
 	Carry Carry
 	// Header is the request header that carries the identity.
 	Header string
+	// SpoofForwarded makes every client (with ClientIP) put an address of
+	// its own choosing, new on every request, in front of its real one in
+	// X-Forwarded-For, as a client that wants a fresh budget does. A limiter
+	// that trusts only its proxies' entries is not fooled.
+	SpoofForwarded bool
 }
 
 // Key returns the identity string of identity i, 0 ≤ i < Count: an API key

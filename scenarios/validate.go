@@ -366,6 +366,15 @@ func (v *validator) identities(r *rawIdentities) Identities {
 		}
 		id.Header = r.Header
 	}
+	if r.SpoofForwarded {
+		switch {
+		case id.Carry != ClientIP:
+			v.fail("identities.spoof_forwarded_for", "needs carry: client_ip; an API key has no X-Forwarded-For to spoof")
+		case !strings.EqualFold(id.Header, DefaultClientIPHeader):
+			v.fail("identities.spoof_forwarded_for", "needs the identity in X-Forwarded-For, not %s", id.Header)
+		}
+		id.SpoofForwarded = true
+	}
 	return id
 }
 

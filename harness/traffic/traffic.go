@@ -437,7 +437,13 @@ func (p *planner) plan(n int) []item {
 func (e *engine) target(it item, id uint64) (method, u string, h http.Header) {
 	rt := e.sc.Target.Routes[it.route]
 	h = make(http.Header, 2)
-	h.Set(e.sc.Identities.Header, e.key(it.identity))
+	if e.sc.Identities.SpoofForwarded {
+		// A client's own entry first, new on every request (TEST-NET-2,
+		// RFC 5737), then its real address as its proxy would append it.
+		h.Set(e.sc.Identities.Header, fmt.Sprintf("198.51.%d.%d, %s", id>>8&0xff, id&0xff, e.key(it.identity)))
+	} else {
+		h.Set(e.sc.Identities.Header, e.key(it.identity))
+	}
 	h.Set(RequestIDHeader, strconv.FormatUint(id, 10))
 	return rt.Method, e.baseStrs[it.instance] + rt.Path, h
 }
