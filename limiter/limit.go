@@ -178,15 +178,15 @@ func (l Limit) Validate() error {
 		}
 		return nil
 	}
+	interval := float64(l.PeriodMicros()) / l.Rate
+	if interval < 1 {
+		return bad("rate", "%v per %v is above one unit per microsecond, the finest the limiter resolves", l.Rate, l.Period)
+	}
 	if l.Burst < 1 {
 		return bad("burst", "%d must be at least 1", l.Burst)
 	}
 	if l.Burst > MaxCapacity {
 		return bad("burst", "%d exceeds the maximum %d", l.Burst, int64(MaxCapacity))
-	}
-	interval := float64(l.PeriodMicros()) / l.Rate
-	if interval < 1 {
-		return bad("rate", "%v per %v is above one unit per microsecond, the finest the limiter resolves", l.Rate, l.Period)
 	}
 	if math.Ceil(interval)*float64(l.Burst+1) > maxSpanMicros {
 		return bad("rate", "%v per %v with burst %d overflows: refilling the bucket would take over 146,000 years", l.Rate, l.Period, l.Burst)
@@ -306,13 +306,21 @@ func ParseLimit(s string) (Limit, error) {
 		return Limit{}, fmt.Errorf("%w: rate %q in %q is not a number", ErrInvalidLimit, rate, s)
 	}
 	if l.Period, err = parsePeriod(strings.TrimSpace(period)); err != nil {
-		return Limit{}, fmt.Errorf("%w: period %q in %q: want a duration such as 1s, 1m or 24h", ErrInvalidLimit, period, s)
+		return Limit{}, fmt.Errorf("%w: period %q in %q: want a duration such as 1s, 1m or 24h (%v)", ErrInvalidLimit, period, s, err)
 	}
+	seen := map[string]bool{}
 	for _, opt := range parts[1:] {
 		key, val, _ := strings.Cut(strings.TrimSpace(opt), "=")
+		if seen[key] {
+			return Limit{}, fmt.Errorf("%w: option %q is given twice in %q", ErrInvalidLimit, key, s)
+		}
+		seen[key] = true
 		switch key {
 		case "burst":
 			if l.Burst, err = strconv.ParseInt(val, 10, 64); err != nil {
+				if errors.Is(err, strconv.ErrRange) {
+					return Limit{}, fmt.Errorf("%w: burst %s in %q is out of range; the most is %d", ErrInvalidLimit, val, s, int64(MaxCapacity))
+				}
 				return Limit{}, fmt.Errorf("%w: burst %q in %q is not a whole number", ErrInvalidLimit, val, s)
 			}
 		case "name":
@@ -321,10 +329,13 @@ func ParseLimit(s string) (Limit, error) {
 			return Limit{}, fmt.Errorf("%w: unknown option %q in %q; valid options are burst and name", ErrInvalidLimit, key, s)
 		}
 	}
-	if l.Algorithm.IsWindow() && l.Burst == 0 {
+	// Defaults only from values that fit; Validate reports the others.
+	fits := l.Rate > 0 && l.Rate <= MaxCapacity
+	switch {
+	case seen["burst"]:
+	case l.Algorithm.IsWindow() && fits:
 		l.Burst = int64(l.Rate)
-	}
-	if l.Burst == 0 && !l.Algorithm.IsWindow() {
+	case fits:
 		l.Burst = int64(math.Max(1, math.Ceil(l.Rate)))
 	}
 	return l, l.Validate()
@@ -346,6 +357,9 @@ func parsePeriod(s string) (time.Duration, error) {
 		days, err := strconv.ParseFloat(n, 64)
 		if err != nil {
 			return 0, err
+		}
+		if !(days*float64(24*time.Hour) <= math.MaxInt64) || days < 0 {
+			return 0, fmt.Errorf("%s days is beyond the longest period, about 106,751 days", n)
 		}
 		return time.Duration(days * float64(24*time.Hour)), nil
 	}

@@ -101,6 +101,11 @@ func TestParseLimit(t *testing.T) {
 		{in: "gcra:10/1s,burts=3", wantErr: `unknown option "burts"`},
 		{in: "gcra:10/1s,burst=x", wantErr: `burst "x"`},
 		{in: "bucket:10/1s", wantErr: `unknown "bucket"`},
+		{in: "gcra:10/1e9d", wantErr: "beyond the longest period"},
+		{in: "gcra:10/NaNd", wantErr: "beyond the longest period"},
+		{in: "gcra:1e30/1s", wantErr: "above one unit per microsecond"},
+		{in: "gcra:10/1s,burst=99999999999999999999", wantErr: "out of range"},
+		{in: "gcra:10/1s,burst=10,burst=3", wantErr: `option "burst" is given twice`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {

@@ -93,17 +93,36 @@ func (v *validator) scenario(r *rawScenario) *Scenario {
 		s.Phases = append(s.Phases, v.phase(&r.Traffic[i], fmt.Sprintf("traffic[%d]", i), i, s.Target))
 	}
 	s.Checks = v.checks(&r.Checks, s.Target)
-	s.Faults = v.faults(r.Faults, s.Target)
+	if d := timedLength(s.Phases); d > MaxTrafficTime {
+		v.fail("traffic", "the phases last %v, beyond the %v a scenario may run; split it", d, MaxTrafficTime)
+	}
+	s.Faults = v.faults(r.Faults, s.Target, timedLength(s.Phases))
 	if len(s.Faults) > 0 && s.Checks.Faults == nil {
 		s.Checks.Faults = &FaultChecks{Slack: DefaultFaultSlack, Recovery: DefaultRecovery}
 	}
 	return s
 }
 
+// MaxTrafficTime bounds the length of a scenario's timed phases, so that a
+// typo cannot start a run that never ends.
+const MaxTrafficTime = 2 * time.Hour
+
 // MaxFaultTime bounds a fault's At and Duration.
 const MaxFaultTime = 10 * time.Minute
 
-func (v *validator) faults(raw []rawFault, t Target) []Fault {
+// timedLength is the length of the phases whose length the schedule fixes
+// (constant, ramp, idle); bursts and probes take as long as they take.
+func timedLength(phases []Phase) time.Duration {
+	var d time.Duration
+	for _, p := range phases {
+		if p.Kind == Constant || p.Kind == Ramp || p.Kind == Idle {
+			d += p.Duration
+		}
+	}
+	return d
+}
+
+func (v *validator) faults(raw []rawFault, t Target, traffic time.Duration) []Fault {
 	var out []Fault
 	for i, r := range raw {
 		field := fmt.Sprintf("faults[%d]", i)
@@ -131,6 +150,9 @@ func (v *validator) faults(raw []rawFault, t Target) []Fault {
 		}
 		if f.At > MaxFaultTime || f.Duration > MaxFaultTime {
 			v.fail(field, "at and duration must each be at most %v", MaxFaultTime)
+		}
+		if r.At != "" && f.At >= traffic {
+			v.fail(field+".at", "%v is not before the end of the timed traffic (%v of constant, ramp and idle phases): the fault would never meet a request", f.At, traffic)
 		}
 		switch {
 		case f.Kind == FaultInstanceKill && r.Target == "":

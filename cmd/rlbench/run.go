@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -100,6 +101,13 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 	scs, err := scenarios.Load(fs.Args()...)
 	if err != nil {
 		return err
+	}
+	for route := range claimed {
+		if !slices.ContainsFunc(scs, func(sc *scenarios.Scenario) bool {
+			return slices.ContainsFunc(sc.Target.Routes, func(r scenarios.Route) bool { return r.Path == route && !r.Baseline() })
+		}) {
+			return usagef("--claim %s: no scenario of this run has a limited route %s", route, route)
+		}
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("output directory: %w", err)

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -102,6 +103,10 @@ func (r *Report) Verdict() Verdict {
 	return v
 }
 
+// ErrEmptyHistory is returned by Check for a history without a request:
+// there is nothing a verdict could rest on.
+var ErrEmptyHistory = errors.New("the history holds no request to check")
+
 // maxExamples is the most request IDs a result lists as examples.
 const maxExamples = 10
 
@@ -141,6 +146,9 @@ func Check(src history.Source, p Policy) (*Report, error) {
 	d, err := load(src, narrow)
 	if err != nil {
 		return nil, err
+	}
+	if len(d.reqs) == 0 {
+		return nil, ErrEmptyHistory
 	}
 	faults := applyFaults(d, p, p.Faults)
 	rep := checkDataset(d, p, c)

@@ -537,8 +537,16 @@ func TestHeaders(t *testing.T) {
 		{"unexpected 5xx", func(h *hist) {
 			h.add("k", 0, ms(1), unk, status(500))
 		}, CheckStatus, Fail},
-		{"transport error only", func(h *hist) {
-			h.add("k", 0, ms(1), unk)
+		{"transport error: a target that does not answer fails", func(h *hist) {
+			h.add("k", 0, ms(1), history.Admitted)
+			h.add("k", ms(2), ms(3), unk)
+		}, CheckStatus, Fail},
+		{"401: traffic that never reached the limiter fails", func(h *hist) {
+			h.add("k", 0, ms(1), history.Admitted, status(401))
+		}, CheckStatus, Fail},
+		{"429 and 200 pass", func(h *hist) {
+			h.add("k", 0, ms(1), history.Admitted)
+			h.add("k", ms(2), ms(3), history.Rejected, retryAfter(1))
 		}, CheckStatus, Pass},
 	}
 	for _, tt := range tests {

@@ -183,8 +183,10 @@ func saturated(g *generated, i int, l limiter.Limit, jitter time.Duration) bool 
 	return count+ri.Cost > l.Capacity()
 }
 
-// Requests of unknown outcome never turn a reference history into a failure:
-// whatever they hide, the checker assumes what keeps it sound.
+// Requests of unknown outcome never turn a reference history into a failure
+// of the limiter's model: whatever they hide, the checker assumes what keeps
+// it sound. (The status check does fail them: a target that leaves requests
+// unanswered is at fault, whatever its limiter did.)
 func TestPropertyUnknownOutcomesNeverFail(t *testing.T) {
 	for _, spec := range propertyPolicies {
 		limits := parseLimits(t, spec)
@@ -199,7 +201,7 @@ func TestPropertyUnknownOutcomesNeverFail(t *testing.T) {
 					}
 				}
 				for _, r := range checkWith(t, &g.h, limits).Results {
-					if r.Verdict == Fail {
+					if r.Verdict == Fail && r.Name != CheckStatus {
 						t.Fatalf("seed %d: %s %s failed: %s", seed, r.Name, r.Scope, r.Explanation)
 					}
 				}

@@ -286,23 +286,44 @@ func styleNames(s uint8) string {
 	return strings.Join(names, " with ")
 }
 
-// status checks that no 5xx came back unless the policy expects it, and
-// counts transport errors (no response at all).
+// status checks that the target answered every request (outside declared
+// faults) with a status a limiter gives: no 5xx unless the policy expects
+// it, no 4xx but 429 (a 401 or 404 means the traffic never reached the
+// limiter, and counting it as admitted would prove nothing), and no
+// request left without an answer (a dead or hung target is not a pass).
 func (r *run) status(rep *Report) Result {
 	res := Result{Name: CheckStatus, Unit: "responses", Verdict: Pass}
-	var bad []int32
+	var server, refused, unanswered []int32
 	for i := range r.d.reqs {
-		if st := int(r.d.reqs[i].status); st >= 500 && !slices.Contains(r.p.ExpectedStatuses, st) {
-			bad = append(bad, int32(i))
+		q := &r.d.reqs[i]
+		switch st := int(q.status); {
+		case q.faulted:
+		case st == 0:
+			unanswered = append(unanswered, int32(i))
+		case st >= 500 && !slices.Contains(r.p.ExpectedStatuses, st):
+			server = append(server, int32(i))
+		case st >= 400 && st < 500 && st != 429:
+			refused = append(refused, int32(i))
 		}
 	}
+	bad := slices.Concat(unanswered, server, refused)
 	res.Observed = float64(len(bad))
 	tail := fmt.Sprintf("%d transport errors, %d requests of unknown outcome", rep.TransportErrors, rep.Unknown)
-	if len(bad) > 0 {
-		res.Verdict, res.Proof = Fail, r.examples(bad)
-		res.Explanation = fmt.Sprintf("%d unexpected 5xx (first: request %d, status %d); %s", len(bad), res.Proof.RequestIDs[0], r.d.reqs[bad[0]].status, tail)
-	} else {
-		res.Explanation = "no unexpected 5xx; " + tail
+	if len(bad) == 0 {
+		res.Explanation = "every request answered, no unexpected 4xx or 5xx; " + tail
+		return res
 	}
+	res.Verdict, res.Proof = Fail, r.examples(bad)
+	var parts []string
+	if n := len(unanswered); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d requests got no answer (first: request %d) outside any declared fault: the target is down or hangs", n, r.d.reqs[unanswered[0]].id))
+	}
+	if n := len(server); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d unexpected 5xx (first: request %d, status %d)", n, r.d.reqs[server[0]].id, r.d.reqs[server[0]].status))
+	}
+	if n := len(refused); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d responses 4xx other than 429 (first: request %d, status %d): the traffic did not reach the limiter (authentication, route?)", n, r.d.reqs[refused[0]].id, r.d.reqs[refused[0]].status))
+	}
+	res.Explanation = strings.Join(parts, "; ") + "; " + tail
 	return res
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/harness/checker"
+	"github.com/rlbench/rlbench/harness/runrecord"
 	"github.com/rlbench/rlbench/harness/traffic"
 	"github.com/rlbench/rlbench/scenarios"
 )
@@ -16,7 +17,32 @@ const (
 	CheckMaxLatency      = "max-latency"
 	CheckOverhead        = "latency-overhead"
 	CheckProbe           = "retry-after-probe"
+	CheckFaultInjected   = "fault-injected"
 )
+
+// FaultChecks report, per scheduled fault, whether it was injected and
+// healed: a drill whose fault never happened proves nothing.
+func FaultChecks(sc *scenarios.Scenario, windows []runrecord.FaultWindow) []checker.Result {
+	var out []checker.Result
+	for i, w := range windows {
+		r := checker.Result{Name: CheckFaultInjected, Scope: fmt.Sprintf("%s #%d", w.Kind, i+1), Unit: "faults", Bound: 1, Observed: 1, Verdict: checker.Pass}
+		switch {
+		case w.Err != "":
+			r.Verdict, r.Observed = checker.Fail, 0
+			r.Explanation = "the fault could not be injected or healed: " + w.Err
+		case w.FromNs == 0:
+			r.Verdict, r.Observed = checker.Fail, 0
+			r.Explanation = fmt.Sprintf("the fault was never injected: the traffic ended before %v", sc.Faults[i].At)
+		case w.ToNs == 0:
+			r.Verdict = checker.Fail
+			r.Explanation = "the fault was injected but never healed before the run ended"
+		default:
+			r.Explanation = fmt.Sprintf("injected at %v, healed at %v", time.Duration(w.FromNs).Round(time.Millisecond), time.Duration(w.ToNs).Round(time.Millisecond))
+		}
+		out = append(out, r)
+	}
+	return out
+}
 
 // HarnessChecks are the checks on what the generator measured rather than
 // on the history: load delivered, a complete history, latency bounds and

@@ -105,6 +105,9 @@ func Policy(sc *scenarios.Scenario, offset, uncertainty time.Duration, windows [
 			Slack: sc.Checks.Faults.Slack, Recovery: sc.Checks.Faults.Recovery,
 		}
 		for i, w := range windows {
+			if w.FromNs == 0 { // never injected: the fault-injected check says so
+				continue
+			}
 			fault := sc.Faults[i]
 			f.Windows = append(f.Windows, checker.FaultWindow{
 				Kind: w.Kind, FromNs: w.FromNs, ToNs: w.ToNs,

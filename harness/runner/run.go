@@ -372,5 +372,6 @@ func (r *Runner) check(sc *scenarios.Scenario, path string, out *Outcome) (*chec
 		return nil, err
 	}
 	rep.Results = append(rep.Results, HarnessChecks(sc, out.Stats)...)
+	rep.Results = append(rep.Results, FaultChecks(sc, out.Faults)...)
 	return rep, nil
 }
