@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,7 +16,9 @@ import (
 
 	"github.com/rlbench/rlbench/harness/checker"
 	"github.com/rlbench/rlbench/harness/history"
+	"github.com/rlbench/rlbench/harness/runrecord"
 	"github.com/rlbench/rlbench/limiter"
+	"github.com/rlbench/rlbench/limiter/resilience"
 )
 
 // checkCommand re-checks a saved history (rlbench's, or vegeta's JSON
@@ -151,6 +154,11 @@ func (c *checkCommand) Run(_ context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("read history: %w", err)
 	}
+	if format == "rlbench" {
+		if err := c.drillFromRun(path, src.Header().Scenario, &p); err != nil {
+			return err
+		}
+	}
 	if len(p.Rules) == 0 && len(src.Header().Policies) == 0 {
 		return usagef("no policy: pass --policy or record the policies in the history's header")
 	}
@@ -174,6 +182,38 @@ func (c *checkCommand) Run(_ context.Context, args []string) error {
 		return errChecksFailed
 	case checker.Unknown:
 		return fmt.Errorf("%w: requests of unknown outcome decide a verdict", errChecksFailed)
+	}
+	return nil
+}
+
+// drillFromRun reads the fault windows of a drill's history from the run.json
+// of the run directory holding it (DIR/NAME/history.jsonl.gz), so that the
+// history is checked as the run checked it.
+func (c *checkCommand) drillFromRun(historyPath, scenario string, p *checker.Policy) error {
+	runPath := filepath.Join(filepath.Dir(filepath.Dir(historyPath)), "run.json")
+	f, err := os.Open(runPath)
+	if err != nil {
+		return nil // not a run directory: no drill to apply
+	}
+	defer f.Close()
+	rec, err := runrecord.Read(f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", runPath, err)
+	}
+	for _, sc := range rec.Scenarios {
+		if sc.Name != scenario || sc.Drill == nil {
+			continue
+		}
+		d := sc.Drill
+		faults := &checker.Faults{Mode: resilience.Mode(d.Mode), Instances: d.Instances, Timeout: d.Timeout, Slack: d.Slack, Recovery: d.Recovery}
+		for _, w := range d.Windows {
+			faults.Windows = append(faults.Windows, checker.FaultWindow{Kind: w.Kind, FromNs: w.FromNs, ToNs: w.ToNs, Unavailable: w.Unavailable, LosesState: w.LosesState, Instance: w.Instance})
+		}
+		p.Faults = faults
+		if faults.Mode == resilience.FailClosed {
+			p.ExpectedStatuses = append(p.ExpectedStatuses, http.StatusServiceUnavailable)
+		}
+		fmt.Fprintf(c.stdout, "Checking %s as the drill it was: %d fault windows from %s.\n\n", historyPath, len(faults.Windows), runPath)
 	}
 	return nil
 }

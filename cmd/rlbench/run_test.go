@@ -94,6 +94,13 @@ func TestRunContract(t *testing.T) {
 		if s.Verdict != checker.Pass || len(s.Scenarios) < 16 {
 			t.Fatalf("summary: verdict %s over %d scenarios, want pass over every shipped one", s.Verdict, len(s.Scenarios))
 		}
+		// A saved history re-checks alone to the same verdict, a drill's too
+		// (its fault windows come from run.json beside it).
+		for _, name := range []string{"quickstart", "drill-redis-kill-closed", "drill-redis-pause"} {
+			if code, output := rlbenchRun(t, bin, "check", filepath.Join(out, name, "history.jsonl.gz")); code != 0 {
+				t.Errorf("rlbench check %s exited %d, want 0:\n%s", name, code, output)
+			}
+		}
 	})
 
 	t.Run("tightened bound fails with exit 1", func(t *testing.T) {

@@ -15,6 +15,13 @@ func (o *Outcome) Record() runrecord.ScenarioRecord {
 		Start: o.Start.UTC(), Duration: o.Duration, Redis: o.Redis, Instances: o.Instances, History: o.HistoryPath,
 		ClockOffset: o.ClockOffset, ClockUncertainty: o.ClockUncertainty, Faults: o.Faults,
 	}
+	if f := o.Drill; f != nil {
+		d := &runrecord.Drill{Mode: string(f.Mode), Instances: f.Instances, Timeout: f.Timeout, Slack: f.Slack, Recovery: f.Recovery}
+		for _, w := range f.Windows {
+			d.Windows = append(d.Windows, runrecord.DrillWindow{Kind: w.Kind, FromNs: w.FromNs, ToNs: w.ToNs, Unavailable: w.Unavailable, LosesState: w.LosesState, Instance: w.Instance})
+		}
+		rec.Drill = d
+	}
 	for _, rt := range sc.Target.Routes {
 		rr := runrecord.RouteRecord{Path: rt.Path, Cost: rt.Cost, Baseline: rt.Baseline()}
 		for _, l := range rt.Policies {

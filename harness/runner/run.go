@@ -78,8 +78,10 @@ type Outcome struct {
 	Stats *traffic.Stats
 	// ClockOffset is the limiter's clock minus the harness's, ± ClockUncertainty.
 	ClockOffset, ClockUncertainty time.Duration
-	// Faults are the faults injected, in ns since Start.
+	// Faults are the faults injected, in ns since Start, and Drill what the
+	// checks held them to.
 	Faults []runrecord.FaultWindow
+	Drill  *checker.Faults
 }
 
 // Runner runs scenarios one after the other.
@@ -367,6 +369,7 @@ func (r *Runner) check(sc *scenarios.Scenario, path string, out *Outcome) (*chec
 			p.Rules[i].Limits = claim
 		}
 	}
+	out.Drill = p.Faults
 	rep, err := checker.Check(src, p)
 	if err != nil {
 		return nil, err

@@ -86,8 +86,31 @@ type ScenarioRecord struct {
 	Latency map[string]LatencyRecord `json:"latency"`
 	// Faults are the fault windows of the run, in ns since Start.
 	Faults []FaultWindow `json:"faults,omitempty"`
+	// Drill is what the checks held the faults to, so that `rlbench check`
+	// can re-check the history alone; nil for a scenario without faults.
+	Drill *Drill `json:"drill,omitempty"`
 	// Error is set when the scenario could not run.
 	Error string `json:"error,omitempty"`
+}
+
+// Drill is a drill's declared behaviour and the windows its checks used.
+type Drill struct {
+	Mode      string        `json:"failure_mode"`
+	Instances int           `json:"instances"`
+	Timeout   time.Duration `json:"store_timeout_ns"`
+	Slack     time.Duration `json:"slack_ns"`
+	Recovery  time.Duration `json:"recovery_ns"`
+	Windows   []DrillWindow `json:"windows"`
+}
+
+// DrillWindow is a fault window as the checks treat it.
+type DrillWindow struct {
+	Kind        string `json:"kind"`
+	FromNs      int64  `json:"from_ns"`
+	ToNs        int64  `json:"to_ns"`
+	Unavailable bool   `json:"store_unavailable"`
+	LosesState  bool   `json:"loses_state"`
+	Instance    string `json:"instance,omitempty"`
 }
 
 // RouteRecord is a route of a scenario.
