@@ -33,6 +33,18 @@ var commands = map[string]func() command{
 	"mutate":   func() command { return &mutateCommand{stdout: os.Stdout, stderr: os.Stderr} },
 }
 
+// summaries are the commands' one-line descriptions, for the usage text.
+var summaries = map[string]string{
+	"check":    "check a recorded history (rlbench's or vegeta's) against a policy",
+	"list":     "list the shipped scenarios and what each proves",
+	"mutate":   "run the faulty limiter variants and print the mutation score",
+	"report":   "render a saved run's report.html again",
+	"run":      "run scenarios end to end and gate on their checks",
+	"serve":    "run one instance of the sample API",
+	"validate": "parse and validate scenario files without running them",
+	"version":  "print the version, commit and Go version",
+}
+
 // Exit codes, as the command line contract in DESIGN.md and the README state.
 const (
 	exitOK          = 0
@@ -97,7 +109,7 @@ func mainUsage() string {
 	sort.Strings(names)
 	s := "Usage: rlbench COMMAND [flags] [args]\n\nCommands:\n"
 	for _, name := range names {
-		s += "  " + name + "\n"
+		s += fmt.Sprintf("  %-9s %s\n", name, summaries[name])
 	}
 	return s + "\nRun 'rlbench COMMAND -h' for a command's flags.\nExit codes: 0 every check passed, 1 a check failed, 2 invalid input, usage or a run that could not complete.\n"
 }

@@ -160,6 +160,7 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 // writeOutputs writes summary.json, run.json, junit.xml, report.html and,
 // when the CI system asks for one, the Markdown step summary.
 func writeOutputs(dir string, s *checker.Summary, record *runrecord.RunRecord) error {
+	s.Generated = time.Now().UTC()
 	if err := writeSummary(filepath.Join(dir, "summary.json"), s); err != nil {
 		return err
 	}
