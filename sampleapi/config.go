@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"github.com/rlbench/rlbench/scenarios/nearest"
 	"io"
 	"net/http"
 	"os"
@@ -258,7 +259,7 @@ func yamlError(file string, err error) error {
 	if m := unknownField.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		hint := ""
-		if near := nearest(m[2], validKeys); near != "" {
+		if near := nearest.Word(m[2], validKeys); near != "" {
 			hint = fmt.Sprintf("; did you mean %q?", near)
 		}
 		return &ConfigError{File: file, Line: line, Field: m[2], Err: fmt.Errorf("%w: unknown key%s", ErrInvalidConfig, hint)}
@@ -276,38 +277,6 @@ var validKeys = []string{
 	"algorithm", "headers", "decision_time_header", "shadow", "trusted_proxies", "anonymous",
 	"routes", "keys", "name", "key", "allow_anonymous", "any_key", "extra_routes", "method", "path", "baseline", "failure_mode", "store_timeout", "instances", "clock_offset", "faulty", "rate_limit_per_minute", "rate_limit_burst",
 	"monthly_quota", "cost", "limits",
-}
-
-// nearest returns the valid key closest to s by edit distance, or "" when
-// none is within a third of its length.
-func nearest(s string, valid []string) string {
-	best, bestDist := "", len(s)/3+2
-	for _, v := range valid {
-		if d := editDistance(s, v); d < bestDist {
-			best, bestDist = v, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // errorAt returns a *ConfigError for the field at path (mapping keys and

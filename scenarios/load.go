@@ -4,6 +4,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"github.com/rlbench/rlbench/scenarios/nearest"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -80,7 +81,7 @@ func Lookup(name string) (*Scenario, error) {
 		}
 		names[i] = s.Name
 	}
-	if near := nearest(name, names); near != "" {
+	if near := nearest.Word(name, names); near != "" {
 		return nil, fmt.Errorf("%w: %q; did you mean %q?", ErrNotFound, name, near)
 	}
 	return nil, fmt.Errorf("%w: %q; shipped scenarios are %s", ErrNotFound, name, strings.Join(names, ", "))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/rlbench/rlbench/scenarios/nearest"
 	"io"
 	"reflect"
 	"regexp"
@@ -300,7 +301,7 @@ func checkKeys(node *yaml.Node, t reflect.Type, path string, lines, values map[s
 			ft, ok := fields[k.Value]
 			if !ok {
 				msg := fmt.Sprintf("unknown key %q", k.Value)
-				if near := nearest(k.Value, names); near != "" {
+				if near := nearest.Word(k.Value, names); near != "" {
 					msg += fmt.Sprintf("; did you mean %q?", near)
 				} else {
 					msg += "; valid keys are " + strings.Join(names, ", ")
@@ -337,41 +338,4 @@ func joinPath(path, key string) string {
 		return key
 	}
 	return path + "." + key
-}
-
-// nearest returns the valid key closest to key by edit distance, or "" when
-// none is close enough to be a likely misspelling.
-func nearest(key string, valid []string) string {
-	best, bestDist := "", -1
-	for _, v := range valid {
-		d := editDistance(strings.ToLower(key), v)
-		if bestDist < 0 || d < bestDist {
-			best, bestDist = v, d
-		}
-	}
-	if bestDist < 0 || bestDist > max(2, len(key)/2) {
-		return ""
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

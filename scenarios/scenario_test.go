@@ -294,22 +294,6 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-func TestNearest(t *testing.T) {
-	valid := []string{"name", "description", "seed", "redis", "target", "identities", "traffic", "checks"}
-	tests := []struct{ in, want string }{
-		{"nme", "name"},
-		{"Description", "description"},
-		{"trafic", "traffic"},
-		{"identity", "identities"},
-		{"zzzzzzzz", ""},
-	}
-	for _, tt := range tests {
-		if got := nearest(tt.in, valid); got != tt.want {
-			t.Errorf("nearest(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestIdentityKeys(t *testing.T) {
 	for _, carry := range []Carry{APIKey, ClientIP} {
 		id := Identities{Count: 70000, Carry: carry}
