@@ -390,28 +390,16 @@ func bucketChart(c chart, d *digest, rd *routeDigest, keys []string, checks []ch
 		ymax = max(ymax, math.Min(env[1].Y, ymax*1.5+float64(l.Burst)))
 	}
 	ymax = math.Max(ymax*1.08, 1)
-	viol := violations(checks, keys)
-	for i, r := range viol {
-		b, err := band(seconds(r.Proof.FromNs), seconds(r.Proof.ToNs), 0, ymax, colorViolate)
-		if err != nil {
-			c.Missing = err.Error()
-			return c
-		}
-		p.Add(b)
-		if i == 0 {
-			p.Legend.Add("violation interval", b)
-		}
-	}
-	for i, l := range lines {
-		p.Add(l)
-		p.Legend.Add(keys[i], l)
+	if err := addKeyLines(p, checks, keys, lines, ymax); err != nil {
+		c.Missing = err.Error()
+		return c
 	}
 	p.X.Min, p.X.Max = 0, math.Max(end, binS)
 	p.Y.Min, p.Y.Max = 0, ymax
 	c.Caption = "Cumulative admitted units of each key must stay under every dashed envelope (" + strings.Join(envelopes, ", ") +
 		"), which bounds any interval starting at 0; the checker tests every interval. " + keysCaption(rd, keys)
-	if len(viol) > 0 {
-		c.Caption += fmt.Sprintf(" Red: the interval of %d failed budget check(s).", len(viol))
+	if n := len(violations(checks, keys)); n > 0 {
+		c.Caption += fmt.Sprintf(" Red: the interval of %d failed budget check(s).", n)
 	}
 	return chartOf(c, p)
 }
@@ -455,20 +443,9 @@ func windowChart(c chart, d *digest, rd *routeDigest, keys []string, checks []ch
 	}
 	p.Add(lim)
 	p.Legend.Add(fmt.Sprintf("limit %s per window", FormatNumber(limit)), lim)
-	for i, r := range violations(checks, keys) {
-		b, err := band(seconds(r.Proof.FromNs), seconds(r.Proof.ToNs), 0, ymax, colorViolate)
-		if err != nil {
-			c.Missing = err.Error()
-			return c
-		}
-		p.Add(b)
-		if i == 0 {
-			p.Legend.Add("violation interval", b)
-		}
-	}
-	for i, ln := range lines {
-		p.Add(ln)
-		p.Legend.Add(keys[i], ln)
+	if err := addKeyLines(p, checks, keys, lines, ymax); err != nil {
+		c.Missing = err.Error()
+		return c
 	}
 	if len(over) > 0 {
 		s, err := plotter.NewScatter(over)
@@ -797,4 +774,24 @@ func anchor(scenario, part string) string {
 		b.WriteString("--" + part)
 	}
 	return b.String()
+}
+
+// addKeyLines draws the violation intervals of the failed checks on keys,
+// then one line per key, with their legend entries.
+func addKeyLines(p *plot.Plot, checks []checker.Result, keys []string, lines []*plotter.Line, ymax float64) error {
+	for i, r := range violations(checks, keys) {
+		b, err := band(seconds(r.Proof.FromNs), seconds(r.Proof.ToNs), 0, ymax, colorViolate)
+		if err != nil {
+			return err
+		}
+		p.Add(b)
+		if i == 0 {
+			p.Legend.Add("violation interval", b)
+		}
+	}
+	for i, ln := range lines {
+		p.Add(ln)
+		p.Legend.Add(keys[i], ln)
+	}
+	return nil
 }
