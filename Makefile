@@ -25,8 +25,11 @@ deps:
 		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq redis-server >/dev/null; }
 	@redis-server --version
 
+# test runs every package's tests with the race detector, one package at a
+# time: the end-to-end tests time real traffic, and a second package's
+# tests on the same two cores would be noise in their figures.
 test: deps
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -p 1 ./...
 
 # bench measures the limiter on this machine, with the anchors users would
 # pick instead (x/time/rate in memory, go-redis/redis_rate on the same
