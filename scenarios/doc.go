@@ -28,6 +28,9 @@
 //	target:                     # instances or external, not both
 //	  instances: 3              # sample API processes rlbench starts (1 to 16)
 //	  external: [http://127.0.0.1:8080]  # or: an API rlbench does not start
+//	  peer: nginx               # instances run another limiter, held to the routes'
+//	                            # policies: redis_rate | nginx | express
+//	                            # (harness/peers)
 //	  spread: round_robin       # round_robin | random (seeded), over instances
 //	  store: redis              # redis | memory (instances only)
 //	  failure_mode: open        # open | closed | fallback (instances only)

@@ -94,6 +94,7 @@ type rawRedis struct {
 type rawTarget struct {
 	Instances    int        `yaml:"instances"`
 	External     []string   `yaml:"external"`
+	Peer         string     `yaml:"peer"`
 	Spread       string     `yaml:"spread"`
 	Store        string     `yaml:"store"`
 	FailureMode  string     `yaml:"failure_mode"`

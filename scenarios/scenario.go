@@ -179,6 +179,10 @@ type Target struct {
 	// ClockSkew offsets the clock of named instances ("instance-2": one
 	// hour ahead); a limiter that decides on Redis TIME must ignore it.
 	ClockSkew map[string]time.Duration
+	// Peer, when set, runs Instances of that limiter instead of the sample
+	// API, held to the routes' policies; Store is then StoreRedis when the
+	// peer uses Redis and empty otherwise.
+	Peer Peer
 	// Routes are the target's routes with their cost and policies.
 	Routes []Route
 }

@@ -97,6 +97,14 @@ func (v *validator) scenario(r *rawScenario) *Scenario {
 		v.fail("traffic", "the phases last %v, beyond the %v a scenario may run; split it", d, MaxTrafficTime)
 	}
 	s.Faults = v.faults(r.Faults, s.Target, timedLength(s.Phases))
+	if s.Target.Peer != "" {
+		if len(s.Faults) > 0 {
+			v.fail("faults", "faults act on the sample API and its store; a peer target takes none")
+		}
+		if s.Identities.Carry != APIKey || (s.Target.Peer == PeerRedisRate && s.Identities.Header != DefaultAPIKeyHeader) {
+			v.fail("identities.carry", "peer %s keys requests by an API key header (%s for redis_rate)", s.Target.Peer, DefaultAPIKeyHeader)
+		}
+	}
 	if len(s.Faults) > 0 && s.Checks.Faults == nil {
 		s.Checks.Faults = &FaultChecks{Slack: DefaultFaultSlack, Recovery: DefaultRecovery}
 	}
@@ -296,7 +304,45 @@ func (v *validator) target(r *rawTarget) Target {
 	if len(r.Routes) > 0 && !limited {
 		v.fail("target.routes", "no route has a policy; a scenario needs at least one limited route")
 	}
+	if r.Peer != "" {
+		v.peer(r, &t)
+	}
 	return t
+}
+
+// peer validates a target that runs a peer limiter instead of the sample API.
+func (v *validator) peer(r *rawTarget, t *Target) {
+	t.Peer = Peer(r.Peer)
+	if !slices.Contains(Peers, t.Peer) {
+		v.fail("target.peer", "unknown %q; use one of %s", r.Peer, joinStrings(Peers))
+		return
+	}
+	if len(r.External) > 0 {
+		v.fail("target.peer", "rlbench starts a peer; an external target is started by someone else")
+		return
+	}
+	for _, f := range []string{"store", "failure_mode", "store_timeout", "clock_skew"} {
+		if v.has("target." + f) {
+			v.fail("target."+f, "configures the sample API; peer %s has its own", t.Peer)
+		}
+	}
+	t.Store, t.FailureMode, t.StoreTimeout = "", "", 0
+	if t.Peer.UsesRedis() {
+		t.Store = StoreRedis
+	}
+	for i, rt := range t.Routes {
+		if len(rt.Policies) > 1 {
+			v.fail(fmt.Sprintf("target.routes[%d].policies", i), "peer %s applies one policy per route, not %d", t.Peer, len(rt.Policies))
+		}
+		if rt.Cost != 1 && t.Peer != PeerRedisRate {
+			v.fail(fmt.Sprintf("target.routes[%d].cost", i), "peer %s charges one unit per request, not %d", t.Peer, rt.Cost)
+		}
+		for j, l := range rt.Policies {
+			if err := t.Peer.CheckPolicy(l); err != nil {
+				v.fail(fmt.Sprintf("target.routes[%d].policies[%d]", i, j), "%w", err)
+			}
+		}
+	}
 }
 
 func (v *validator) redis(r *rawRedis, t Target) Redis {

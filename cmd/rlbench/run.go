@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/harness/checker"
+	"github.com/rlbench/rlbench/harness/peers"
 	"github.com/rlbench/rlbench/harness/progress"
 	"github.com/rlbench/rlbench/harness/runner"
 	"github.com/rlbench/rlbench/harness/runrecord"
@@ -50,6 +51,9 @@ Flags:
   --claim ROUTE=SPEC    hold ROUTE to the limit SPEC instead of the scenario's
                         policies (repeat for several limits); the instances
                         still enforce the scenario's: checks a stricter promise
+
+A scenario whose peer limiter is not installed (scenarios/peers/) is
+reported as skipped, with how to install it, and counts as neither.
 
 Exit codes: 0 every check passed, 1 a check failed (or its verdict is
 unknown), 2 invalid input or a scenario that could not run.
@@ -130,6 +134,11 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 		o, err := r.Run(ctx, sc)
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted: %w", ctx.Err())
+		}
+		if missing := (*peers.NotInstalledError)(nil); errors.As(err, &missing) {
+			// A peer limiter this machine lacks: skipped, neither passed nor failed.
+			fmt.Fprintf(c.stdout, "%s: skipped: %v\n\n", sc.Name, missing)
+			continue
 		}
 		if err != nil {
 			fmt.Fprintf(c.stderr, "rlbench run: %v\n", err)

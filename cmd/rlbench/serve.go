@@ -12,8 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlbench/rlbench/harness/peers"
+	"github.com/rlbench/rlbench/limiter"
 	"github.com/rlbench/rlbench/sampleapi"
 	"github.com/rlbench/rlbench/sampleapi/faulty"
+	"github.com/rlbench/rlbench/scenarios"
 )
 
 // serveCommand runs one instance of the sample API.
@@ -49,6 +52,9 @@ Flags (each overrides the configuration file):
                           ` + strings.Join(faulty.Names(), ", ") + `;
                           non-atomic takes its read-to-write delay as non-atomic:5ms
   --shutdown-timeout DURATION  bound on the drain of in-flight requests (default 10s)
+  --limiter NAME          reference (default), or redis_rate: serve the configuration's
+                          extra_routes with go-redis/redis_rate on --redis instead, a
+                          peer limiter that rlbench holds to its claim (harness/peers)
   --log-level LEVEL       debug, info, warn or error (default info)
 `
 }
@@ -56,7 +62,7 @@ Flags (each overrides the configuration file):
 // serveFlags are the values of serve's flags.
 type serveFlags struct {
 	addr, config, store, redis, postgres, instance, headers, logLevel string
-	failureMode, faulty                                               string
+	failureMode, faulty, limiter                                      string
 	planRefresh, shutdownTimeout, storeTimeout, clockOffset           time.Duration
 	instances                                                         int
 	shadow                                                            bool
@@ -84,6 +90,7 @@ func (c *serveCommand) parse(args []string) (*serveFlags, map[string]bool, error
 	fs.IntVar(&f.instances, "instances", 0, "instances sharing the store")
 	fs.DurationVar(&f.clockOffset, "clock-offset", 0, "clock shift")
 	fs.StringVar(&f.faulty, "faulty", "", "faulty limiter variant")
+	fs.StringVar(&f.limiter, "limiter", "reference", "reference or redis_rate")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, nil, err
@@ -153,6 +160,9 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if f.limiter != "reference" && f.limiter != string(scenarios.PeerRedisRate) {
+		return usagef("--limiter %q: use reference or redis_rate", f.limiter)
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return usagef("--log-level %q: use debug, info, warn or error", f.logLevel)
@@ -172,9 +182,36 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 			"variant", cfg.Faulty, "fault", v.Fault)
 	}
 	fmt.Fprintf(c.stdout, "listening on %s\n", ln.Addr())
+	if f.limiter == string(scenarios.PeerRedisRate) {
+		return serveRedisRate(ctx, cfg, ln)
+	}
 	if err := sampleapi.Run(ctx, cfg, ln, logger); err != nil {
 		return err
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// serveRedisRate serves cfg's extra routes with go-redis/redis_rate on
+// cfg.Redis, each limited route under its one policy.
+func serveRedisRate(ctx context.Context, cfg sampleapi.Config, ln net.Listener) error {
+	if cfg.Redis == "" {
+		return usagef("--limiter redis_rate needs --redis")
+	}
+	var routes []peers.RedisRateRoute
+	for _, er := range cfg.ExtraRoutes {
+		rt := peers.RedisRateRoute{Method: er.Method, Path: er.Path, Cost: er.Cost}
+		switch {
+		case len(er.Limits) > 1:
+			return fmt.Errorf("route %s: redis_rate applies one limit per route, not %d", er.Path, len(er.Limits))
+		case len(er.Limits) == 1:
+			l, err := limiter.ParseLimit(er.Limits[0])
+			if err != nil {
+				return fmt.Errorf("route %s: %w", er.Path, err)
+			}
+			rt.Limit = &l
+		}
+		routes = append(routes, rt)
+	}
+	return peers.ServeRedisRate(ctx, ln, cfg.Redis, routes, cfg.ShutdownTimeout)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/rlbench/rlbench/harness/faults"
 	"github.com/rlbench/rlbench/harness/history"
 	"github.com/rlbench/rlbench/harness/instances"
+	"github.com/rlbench/rlbench/harness/peers"
 	"github.com/rlbench/rlbench/harness/progress"
 	"github.com/rlbench/rlbench/harness/provider"
 	"github.com/rlbench/rlbench/harness/runrecord"
@@ -238,10 +239,27 @@ func algorithms(sc *scenarios.Scenario) []limiter.Algorithm {
 	return algs
 }
 
-// startTarget starts the sample API instances, or returns the external URLs.
+// startTarget starts the sample API instances (or the scenario's peer
+// limiter), or returns the external URLs.
 func (r *Runner) startTarget(ctx context.Context, sc *scenarios.Scenario, dir, redisURL string, cleanups *[]func()) (g instances.Group, urls, names []string, err error) {
 	if len(sc.Target.External) > 0 {
 		return nil, sc.Target.External, sc.Target.External, nil
+	}
+	if sc.Target.Peer == scenarios.PeerNginx {
+		n, err := peers.StartNginx(ctx, sc, dir)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		*cleanups = append(*cleanups, n.Stop)
+		return nil, n.URLs(), n.Names(), nil
+	}
+	if sc.Target.Peer == scenarios.PeerExpress {
+		e, err := peers.StartExpress(ctx, sc, dir, redisURL)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		*cleanups = append(*cleanups, e.Stop)
+		return nil, e.URLs(), e.Names(), nil
 	}
 	cfgPath := filepath.Join(dir, "instance-config.yaml")
 	cfg, err := InstanceConfig(sc)
@@ -257,6 +275,9 @@ func (r *Runner) startTarget(ctx context.Context, sc *scenarios.Scenario, dir, r
 			Name:   scenarios.InstanceName(i),
 			Binary: r.opts.Binary,
 			Args:   append(InstanceArgs(sc, cfgPath, redisURL, i), r.opts.InstanceArgs...),
+		}
+		if sc.Target.Peer == scenarios.PeerRedisRate {
+			specs[i].Args = append(specs[i].Args, "--limiter", string(scenarios.PeerRedisRate))
 		}
 	}
 	if g, err = instances.StartGroup(ctx, specs); err != nil {

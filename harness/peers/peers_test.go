@@ -1,0 +1,341 @@
+//go:build unix
+
+package peers
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlbench/rlbench/harness/redisserver"
+	"github.com/rlbench/rlbench/limiter"
+	"github.com/rlbench/rlbench/scenarios"
+)
+
+func mustLimit(t *testing.T, spec string) limiter.Limit {
+	t.Helper()
+	l, err := limiter.ParseLimit(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestNginxDirectives(t *testing.T) {
+	for _, tc := range []struct {
+		spec, rate, limitReq, err string
+	}{
+		{spec: "gcra:10/1s,burst=6", rate: "10r/s", limitReq: "burst=5 nodelay"},
+		{spec: "token_bucket:10/1s,burst=1", rate: "10r/s", limitReq: "burst=0 nodelay"},
+		{spec: "leaky_bucket:10/1s,burst=6", rate: "10r/s", limitReq: "burst=5"},
+		{spec: "gcra:30/1m,burst=5", rate: "30r/m", limitReq: "burst=4 nodelay"},
+		{spec: "gcra:5/2s,burst=3", err: "whole rate per second or per minute"},
+		{spec: "gcra:2.5/1s,burst=3", err: "whole rate per second or per minute"},
+		{spec: "fixed_window:10/1s", err: "leaky bucket"},
+	} {
+		t.Run(tc.spec, func(t *testing.T) {
+			rate, args, err := NginxDirectives(mustLimit(t, tc.spec))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rate != tc.rate || args != tc.limitReq {
+				t.Fatalf("NginxDirectives = %q, %q; want %q, %q", rate, args, tc.rate, tc.limitReq)
+			}
+		})
+	}
+}
+
+func parseScenario(t *testing.T, yaml string) *scenarios.Scenario {
+	t.Helper()
+	sc, err := scenarios.Parse("test.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+const nginxScenario = `
+name: nginx-test
+description: a test of the generated NGINX configuration
+target:
+  peer: nginx
+  instances: 1
+  routes:
+    - {path: /api/items, policies: ["%s"]}
+    - {path: /api/free}
+identities: {count: 2, header: X-Client-Key}
+traffic:
+  - {kind: burst, requests: 5}
+`
+
+func TestNginxConfig(t *testing.T) {
+	for _, tc := range []struct {
+		spec       string
+		want       []string
+		retryAfter bool
+	}{
+		{"gcra:10/1s,burst=6", []string{"limit_req_zone $http_x_client_key zone=route0:10m rate=10r/s;", "limit_req zone=route0 burst=5 nodelay;"}, true},
+		{"leaky_bucket:1/1s,burst=3", []string{"rate=1r/s;", "limit_req zone=route0 burst=2;"}, true},
+		{"gcra:30/1m,burst=2", []string{"rate=30r/m;", "limit_req zone=route0 burst=1 nodelay;"}, false},
+	} {
+		t.Run(tc.spec, func(t *testing.T) {
+			sc := parseScenario(t, strings.Replace(nginxScenario, "%s", tc.spec, 1))
+			conf, err := NginxConfig(sc, "127.0.0.1:1", "127.0.0.1:2", "/tmp/p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := string(conf)
+			for _, w := range append(tc.want, "limit_req_status 429;", "listen 127.0.0.1:1;", "server 127.0.0.1:2;", "location = /api/free {") {
+				if !strings.Contains(c, w) {
+					t.Errorf("config lacks %q:\n%s", w, c)
+				}
+			}
+			if got := strings.Contains(c, "add_header Retry-After 1 always;"); got != tc.retryAfter {
+				t.Errorf("Retry-After: 1 added = %v, want %v:\n%s", got, tc.retryAfter, c)
+			}
+			if n := strings.Count(c, "limit_req zone="); n != 1 {
+				t.Errorf("%d limit_req directives, want 1 (the baseline route is not limited)", n)
+			}
+		})
+	}
+}
+
+func get(t *testing.T, url, key string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set(APIKeyHeader, key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, resp.Header.Get("Retry-After")
+}
+
+// TestRedisRateHandler holds two handlers on one Redis (two instances) to
+// redis_rate's GCRA: one budget per key and route across both, an honest
+// Retry-After, and the statuses of calls that never reach the limiter. The
+// rate of one per hour keeps the test free of timing.
+func TestRedisRateHandler(t *testing.T) {
+	srv := redisserver.StartForTest(t)
+	l := mustLimit(t, "gcra:1/1h,burst=3")
+	routes := []RedisRateRoute{{Path: "/api/items", Limit: &l}, {Path: "/api/free"}}
+	var urls []string
+	for range 2 {
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true})
+		t.Cleanup(func() { rdb.Close() })
+		h, err := RedisRateHandler(rdb, routes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := httptest.NewServer(h)
+		t.Cleanup(ts.Close)
+		urls = append(urls, ts.URL)
+	}
+	admitted := 0
+	for i := range 6 {
+		code, ra := get(t, urls[i%2]+"/api/items", "key-0000")
+		switch code {
+		case http.StatusOK:
+			admitted++
+		case http.StatusTooManyRequests:
+			// The next unit conforms one emission interval (1 h) after the
+			// first admission: within the hour, at least a second away.
+			if s, err := strconv.Atoi(ra); err != nil || s < 3000 || s > 3600 {
+				t.Errorf("request %d: Retry-After %q, want about 3600", i, ra)
+			}
+		default:
+			t.Fatalf("request %d: status %d", i, code)
+		}
+	}
+	if got, want := admitted, 3; got != want {
+		t.Fatalf("admitted %d of 6 over two instances, want the burst %d", got, want)
+	}
+	if code, _ := get(t, urls[1]+"/api/items", "key-0001"); code != http.StatusOK {
+		t.Errorf("another key: status %d, want 200", code)
+	}
+	for range 5 {
+		if code, _ := get(t, urls[0]+"/api/free", "key-0000"); code != http.StatusOK {
+			t.Fatalf("baseline route: status %d, want 200", code)
+		}
+	}
+	for _, tc := range []struct {
+		path, key string
+		want      int
+	}{{"/api/items", "", http.StatusUnauthorized}, {"/nowhere", "key-0000", http.StatusNotFound}} {
+		if code, _ := get(t, urls[0]+tc.path, tc.key); code != tc.want {
+			t.Errorf("GET %s with key %q: status %d, want %d", tc.path, tc.key, code, tc.want)
+		}
+	}
+}
+
+func TestRedisRateLimit(t *testing.T) {
+	got, err := RedisRateLimit(mustLimit(t, "token_bucket:20/1s,burst=10"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Rate != 20 || got.Burst != 10 || got.Period.Seconds() != 1 {
+		t.Fatalf("RedisRateLimit = %v, want 20 req/s (burst 10)", got)
+	}
+	for _, spec := range []string{"fixed_window:10/1s", "gcra:0.5/1s,burst=1"} {
+		if _, err := RedisRateLimit(mustLimit(t, spec)); err == nil {
+			t.Errorf("RedisRateLimit(%s) succeeded; redis_rate cannot enforce it", spec)
+		}
+	}
+}
+
+func TestNginxNotInstalled(t *testing.T) {
+	t.Setenv(NginxEnv, "/nonexistent/nginx")
+	sc := parseScenario(t, strings.Replace(nginxScenario, "%s", "gcra:10/1s,burst=6", 1))
+	_, err := StartNginx(context.Background(), sc, t.TempDir())
+	var missing *NotInstalledError
+	if !errors.As(err, &missing) || !errors.Is(err, ErrNotInstalled) {
+		t.Fatalf("StartNginx = %v, want a *NotInstalledError", err)
+	}
+	if !strings.Contains(err.Error(), "apt-get install nginx") {
+		t.Errorf("error %q does not say how to install nginx", err)
+	}
+}
+
+// TestNginxSmoke starts a real nginx: rate=1r/m burst=2 nodelay admits
+// burst+1 = 3 requests of a key at once, no more, and keeps keys apart. One
+// request per minute drains nothing a test can wait for, so no timing
+// decides the outcome.
+func TestNginxSmoke(t *testing.T) {
+	if _, err := nginxPath(); err != nil {
+		t.Skipf("%v", err)
+	}
+	sc := parseScenario(t, strings.Replace(strings.Replace(nginxScenario, "%s", "gcra:1/1m,burst=3", 1), "header: X-Client-Key", "header: X-API-Key", 1))
+	n, err := StartNginx(context.Background(), sc, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	if got := n.Names(); len(got) != 1 || got[0] != "nginx-1" {
+		t.Fatalf("Names = %v, want [nginx-1]", got)
+	}
+	var codes []int
+	for range 5 {
+		code, _ := get(t, n.URLs()[0]+"/api/items", "key-0000")
+		codes = append(codes, code)
+	}
+	want := []int{200, 200, 200, 429, 429}
+	for i := range want {
+		if codes[i] != want[i] {
+			t.Fatalf("statuses %v, want %v (burst=2 admits 3 at once)", codes, want)
+		}
+	}
+	if code, _ := get(t, n.URLs()[0]+"/api/items", "key-0001"); code != http.StatusOK {
+		t.Errorf("another key: status %d, want 200", code)
+	}
+	for range 5 {
+		if code, _ := get(t, n.URLs()[0]+"/api/free", "key-0000"); code != http.StatusOK {
+			t.Fatalf("baseline route: status %d, want 200", code)
+		}
+	}
+	n.Stop()
+	if _, err := http.Get(n.URLs()[0] + "/api/free"); err == nil {
+		t.Errorf("nginx still answers after Stop")
+	}
+}
+
+const expressScenario = `
+name: express-test
+description: a test of the express peer
+target:
+  peer: express
+  instances: 2
+  routes:
+    - {path: /api/items, policies: ["fixed_window:3/1h"]}
+    - {path: /api/free}
+identities: {count: 2}
+traffic:
+  - {kind: burst, requests: 5}
+`
+
+func TestExpressConfig(t *testing.T) {
+	sc := parseScenario(t, expressScenario)
+	got, err := ExpressConfig(sc, "redis://127.0.0.1:1/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"port":0,"redisURL":"redis://127.0.0.1:1/0","header":"X-API-Key","routes":[{"method":"GET","path":"/api/items","limit":3,"windowMs":3600000},{"method":"GET","path":"/api/free"}]}`
+	if string(got) != want {
+		t.Fatalf("ExpressConfig =\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestExpressNotInstalled(t *testing.T) {
+	t.Setenv(ExpressEnv, t.TempDir())
+	_, err := StartExpress(context.Background(), parseScenario(t, expressScenario), t.TempDir(), "redis://127.0.0.1:1/0")
+	if !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "npm install --prefix") {
+		t.Fatalf("StartExpress = %v, want a *NotInstalledError saying how to install the packages", err)
+	}
+}
+
+// TestExpressSmoke starts two express peer processes on one Redis: a fixed
+// window of 3 per hour admits 3 requests of a key over both, and a 429
+// carries Retry-After and the draft-8 RateLimit fields. An hour-long
+// window keeps timing out of the outcome.
+func TestExpressSmoke(t *testing.T) {
+	if _, _, err := expressNode(); err != nil {
+		t.Skipf("%v", err)
+	}
+	srv := redisserver.StartForTest(t)
+	e, err := StartExpress(context.Background(), parseScenario(t, expressScenario), t.TempDir(), "redis://"+srv.Addr()+"/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Stop)
+	if got := len(e.URLs()); got != 2 {
+		t.Fatalf("%d instances, want 2", got)
+	}
+	admitted := 0
+	var lastRetryAfter string
+	for i := range 6 {
+		code, ra := get(t, e.URLs()[i%2]+"/api/items", "key-0000")
+		switch code {
+		case http.StatusOK:
+			admitted++
+		case http.StatusTooManyRequests:
+			lastRetryAfter = ra
+		default:
+			t.Fatalf("request %d: status %d", i, code)
+		}
+	}
+	if got, want := admitted, 3; got != want {
+		t.Fatalf("admitted %d of 6 over two instances, want the limit %d", got, want)
+	}
+	if s, err := strconv.Atoi(lastRetryAfter); err != nil || s < 3000 || s > 3600 {
+		t.Errorf("Retry-After %q, want about 3600", lastRetryAfter)
+	}
+	if code, _ := get(t, e.URLs()[1]+"/api/items", "key-0001"); code != http.StatusOK {
+		t.Errorf("another key: status %d, want 200", code)
+	}
+	if code, _ := get(t, e.URLs()[0]+"/api/free", "key-0000"); code != http.StatusOK {
+		t.Errorf("baseline route: status %d, want 200", code)
+	}
+	e.Stop()
+	if _, err := http.Get(e.URLs()[0] + "/api/free"); err == nil {
+		t.Errorf("express still answers after Stop")
+	}
+}
