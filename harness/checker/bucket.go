@@ -174,17 +174,7 @@ func (m *limitModel) bucketBudget(g []int32, withUnknown bool) finding {
 func (m *limitModel) bucketRequests(g []int32, withUnknown bool) {
 	reqs, sc := m.r.d.reqs, &m.r.sc
 	res := m.r.res
-	P, R := sc.c[:0], sc.d[:0]
-	for _, i := range g {
-		q := &reqs[i]
-		if mayBeCharged(q, withUnknown) {
-			P = append(P, i)
-		}
-		if q.outcome == history.Rejected || withUnknown && reportsRemaining(q) {
-			R = append(R, i)
-		}
-	}
-	sc.c, sc.d = P, R
+	P, R := m.possibleAndJudged(g, withUnknown)
 	B := m.lim.Burst
 	if len(R) > 0 {
 		sortByRecv(reqs, R)
@@ -242,18 +232,7 @@ func (m *limitModel) bucketRequests(g []int32, withUnknown bool) {
 	}
 	// Tokens: certainly admitted requests only (in the other pass, with
 	// unknown outcomes admitted too).
-	A := sc.a[:0]
-	Q := sc.b[:0]
-	for _, i := range g {
-		q := &reqs[i]
-		if surelyCharged(q, !withUnknown) {
-			A = append(A, i)
-		}
-		if q.outcome == history.Rejected || withUnknown && reportsRemaining(q) {
-			Q = append(Q, i)
-		}
-	}
-	sc.a, sc.b = A, Q
+	A, Q := m.sureAndJudged(g, withUnknown)
 	if len(Q) == 0 {
 		return
 	}

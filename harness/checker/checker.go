@@ -592,6 +592,48 @@ func (r *run) unfaulted(g []int32) []int32 {
 	return slices.DeleteFunc(slices.Clone(g), func(i int32) bool { return r.d.reqs[i].faulted })
 }
 
+// possibleAndJudged splits g, in the scratch buffers, into the requests
+// that may have been charged (P) and those whose decision is judged (R: the
+// rejections, and in the pass with unknown outcomes the admissions that
+// report a remaining budget).
+func (m *limitModel) possibleAndJudged(g []int32, withUnknown bool) (P, R []int32) {
+	reqs, sc := m.r.d.reqs, &m.r.sc
+	P, R = sc.c[:0], sc.d[:0]
+	for _, i := range g {
+		q := &reqs[i]
+		if mayBeCharged(q, withUnknown) {
+			P = append(P, i)
+		}
+		if judged(q, withUnknown) {
+			R = append(R, i)
+		}
+	}
+	sc.c, sc.d = P, R
+	return P, R
+}
+
+// sureAndJudged is possibleAndJudged's other side: the requests surely
+// charged in the opposite pass (A) and the judged ones (Q).
+func (m *limitModel) sureAndJudged(g []int32, withUnknown bool) (A, Q []int32) {
+	reqs, sc := m.r.d.reqs, &m.r.sc
+	A, Q = sc.a[:0], sc.b[:0]
+	for _, i := range g {
+		q := &reqs[i]
+		if surelyCharged(q, !withUnknown) {
+			A = append(A, i)
+		}
+		if judged(q, withUnknown) {
+			Q = append(Q, i)
+		}
+	}
+	sc.a, sc.b = A, Q
+	return A, Q
+}
+
+func judged(q *request, withUnknown bool) bool {
+	return q.outcome == history.Rejected || withUnknown && reportsRemaining(q)
+}
+
 // mayBeCharged is the "possibly admitted" side of the per-request checks:
 // admitted, or faulted, or (withUnknown) of unknown outcome.
 func mayBeCharged(q *request, withUnknown bool) bool {

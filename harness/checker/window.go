@@ -134,17 +134,7 @@ func (m *limitModel) windowRequests(g []int32, withUnknown bool) {
 	unc, res, W := m.r.unc, m.r.res, m.windowNs()
 	L := m.lim.Capacity()
 	swc := m.lim.Algorithm == limiter.SlidingWindowCounter
-	P, R := sc.c[:0], sc.d[:0]
-	for _, i := range g {
-		q := &reqs[i]
-		if mayBeCharged(q, withUnknown) {
-			P = append(P, i)
-		}
-		if q.outcome == history.Rejected || withUnknown && reportsRemaining(q) {
-			R = append(R, i)
-		}
-	}
-	sc.c, sc.d = P, R
+	P, R := m.possibleAndJudged(g, withUnknown)
 	if len(R) > 0 {
 		sortByRecv(reqs, R)
 		qs := sc.vals[:0]
@@ -230,7 +220,7 @@ func (m *limitModel) windowRequests(g []int32, withUnknown bool) {
 		if surelyCharged(q, !withUnknown) {
 			A = append(A, i)
 		}
-		if (q.outcome == history.Rejected || withUnknown && reportsRemaining(q)) && m.windowOf(q.sent, -unc) == m.windowOf(q.recv, unc) {
+		if judged(q, withUnknown) && m.windowOf(q.sent, -unc) == m.windowOf(q.recv, unc) {
 			Q = append(Q, i)
 		}
 	}
@@ -293,17 +283,7 @@ func (m *limitModel) slidingLogRequests(g []int32, withUnknown bool) {
 	if m.lim.Algorithm == limiter.SlidingWindowCounter {
 		lookback = 2 * W
 	}
-	P, R := sc.c[:0], sc.d[:0]
-	for _, i := range g {
-		q := &reqs[i]
-		if mayBeCharged(q, withUnknown) {
-			P = append(P, i)
-		}
-		if q.outcome == history.Rejected || withUnknown && reportsRemaining(q) {
-			R = append(R, i)
-		}
-	}
-	sc.c, sc.d = P, R
+	P, R := m.possibleAndJudged(g, withUnknown)
 	if len(R) > 0 {
 		sortByRecv(reqs, R)
 		evals := sc.vals[:0]
@@ -353,17 +333,7 @@ func (m *limitModel) slidingLogRequests(g []int32, withUnknown bool) {
 	if !exact {
 		return
 	}
-	A, Q := sc.a[:0], sc.b[:0]
-	for _, i := range g {
-		q := &reqs[i]
-		if surelyCharged(q, !withUnknown) {
-			A = append(A, i)
-		}
-		if q.outcome == history.Rejected || withUnknown && reportsRemaining(q) {
-			Q = append(Q, i)
-		}
-	}
-	sc.a, sc.b = A, Q
+	A, Q := m.sureAndJudged(g, withUnknown)
 	if len(Q) == 0 {
 		return
 	}
