@@ -297,16 +297,9 @@ func ParseLimit(s string) (Limit, error) {
 		spec = rest
 	}
 	parts := strings.Split(spec, ",")
-	rate, period, ok := strings.Cut(strings.TrimSpace(parts[0]), "/")
-	if !ok {
-		return Limit{}, fmt.Errorf("%w: %q: want RATE/PERIOD, as in \"10/1s\"", ErrInvalidLimit, s)
-	}
 	var err error
-	if l.Rate, err = strconv.ParseFloat(strings.TrimSpace(rate), 64); err != nil {
-		return Limit{}, fmt.Errorf("%w: rate %q in %q is not a number", ErrInvalidLimit, rate, s)
-	}
-	if l.Period, err = parsePeriod(strings.TrimSpace(period)); err != nil {
-		return Limit{}, fmt.Errorf("%w: period %q in %q: want a duration such as 1s, 1m or 24h (%v)", ErrInvalidLimit, period, s, err)
+	if l.Rate, l.Period, err = ParseRate(parts[0]); err != nil {
+		return Limit{}, fmt.Errorf("%w: %q: %w", ErrInvalidLimit, s, err)
 	}
 	seen := map[string]bool{}
 	for _, opt := range parts[1:] {
@@ -341,7 +334,45 @@ func ParseLimit(s string) (Limit, error) {
 	return l, l.Validate()
 }
 
-// parsePeriod accepts Go durations and the unit-only shorthands s, min, h, d.
+// MarshalText formats l as Spec does, so that l reads back with
+// UnmarshalText (and YAML, JSON and flag.TextVar carry it as that string).
+func (l Limit) MarshalText() ([]byte, error) { return []byte(l.Spec()), nil }
+
+// UnmarshalText sets l to ParseLimit(text); its errors are ParseLimit's.
+func (l *Limit) UnmarshalText(text []byte) error {
+	parsed, err := ParseLimit(string(text))
+	if err != nil {
+		return err
+	}
+	*l = parsed
+	return nil
+}
+
+// ParseRate parses the RATE/PERIOD form that limits and traffic rates share:
+// a number of units, a slash and a period, for example "10/1s", "50/s",
+// "600/1m", "50/min", "3000/1h" or "10000/30d". The period is a Go duration
+// ("1s", "100ms", "1m30s"), a number of days ("30d", "0.5d") or a bare unit
+// meaning one of it ("s", "m" or "min", "h", "d"). Spaces around the parts
+// are ignored. ParseRate checks the syntax only: the rate may be zero or
+// negative and the period zero or negative; callers bound them (ParseLimit
+// through Validate). Errors name the part at fault.
+func ParseRate(s string) (rate float64, period time.Duration, err error) {
+	r, p, ok := strings.Cut(strings.TrimSpace(s), "/")
+	if !ok {
+		return 0, 0, fmt.Errorf("%q: want RATE/PERIOD, as in \"10/1s\"", strings.TrimSpace(s))
+	}
+	r, p = strings.TrimSpace(r), strings.TrimSpace(p)
+	if rate, err = strconv.ParseFloat(r, 64); err != nil {
+		return 0, 0, fmt.Errorf("rate %q is not a number", r)
+	}
+	if period, err = parsePeriod(p); err != nil {
+		return 0, 0, fmt.Errorf("period %q: want a duration such as 1s, 1m, 1h or 1d (%v)", p, err)
+	}
+	return rate, period, nil
+}
+
+// parsePeriod accepts Go durations, days ("30d") and the unit-only
+// shorthands s, m, min, h, d.
 func parsePeriod(s string) (time.Duration, error) {
 	switch s {
 	case "s":

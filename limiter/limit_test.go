@@ -158,3 +158,62 @@ func TestSpecRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestTextRoundTrip(t *testing.T) {
+	want := limiter.Limit{Name: "search", Algorithm: limiter.GCRA, Rate: 10, Period: time.Second, Burst: 5}
+	text, err := want.MarshalText()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, wantText := string(text), "gcra:10/1s,burst=5,name=search"; got != wantText {
+		t.Fatalf("MarshalText = %q, want %q", got, wantText)
+	}
+	var got limiter.Limit
+	if err := got.UnmarshalText(text); err != nil || got != want {
+		t.Fatalf("UnmarshalText(%q) = %#v, %v; want %#v", text, got, err, want)
+	}
+	before := got
+	if err := got.UnmarshalText([]byte("gcra:0/1s")); !errors.Is(err, limiter.ErrInvalidLimit) || got != before {
+		t.Fatalf("UnmarshalText of an invalid limit: error %v, limit %#v; want ErrInvalidLimit and the limit unchanged", err, got)
+	}
+}
+
+func TestParseRate(t *testing.T) {
+	tests := []struct {
+		in      string
+		rate    float64
+		period  time.Duration
+		wantErr string
+	}{
+		{in: "10/1s", rate: 10, period: time.Second},
+		{in: " 50 / s ", rate: 50, period: time.Second},
+		{in: "50/min", rate: 50, period: time.Minute},
+		{in: "50/m", rate: 50, period: time.Minute},
+		{in: "50/1m", rate: 50, period: time.Minute},
+		{in: "3000/1h", rate: 3000, period: time.Hour},
+		{in: "3000/h", rate: 3000, period: time.Hour},
+		{in: "10000/30d", rate: 10000, period: 720 * time.Hour},
+		{in: "1/d", rate: 1, period: 24 * time.Hour},
+		{in: "2.5/1m30s", rate: 2.5, period: 90 * time.Second},
+		{in: "0/1s", rate: 0, period: time.Second},   // syntax only: ParseLimit's Validate refuses it
+		{in: "5/-1s", rate: 5, period: -time.Second}, // idem
+		{in: "10", wantErr: "want RATE/PERIOD"},
+		{in: "ten/1s", wantErr: `rate "ten" is not a number`},
+		{in: "10/fortnight", wantErr: `period "fortnight"`},
+		{in: "10/", wantErr: `period ""`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			rate, period, err := limiter.ParseRate(tc.in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("ParseRate(%q) error = %v, want one containing %q", tc.in, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || rate != tc.rate || period != tc.period {
+				t.Fatalf("ParseRate(%q) = %v, %v, %v; want %v, %v", tc.in, rate, period, err, tc.rate, tc.period)
+			}
+		})
+	}
+}

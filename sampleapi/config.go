@@ -1,16 +1,13 @@
 package sampleapi
 
 import (
-	"bytes"
 	_ "embed"
 	"errors"
 	"fmt"
-	"github.com/rlbench/rlbench/scenarios/nearest"
-	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +16,7 @@ import (
 	"github.com/rlbench/rlbench/limiter"
 	"github.com/rlbench/rlbench/limiter/httplimit"
 	"github.com/rlbench/rlbench/limiter/resilience"
+	"github.com/rlbench/rlbench/scenarios/yamlstrict"
 )
 
 // DefaultConfigYAML is the configuration used when no file is given: the
@@ -45,81 +43,103 @@ const (
 	StoreMemory = "memory"
 )
 
-// Config is the sample API's configuration, read from YAML by LoadConfig.
-// Zero fields take the Default* constants; the command line overrides the
-// fields it sets.
+// Limiter names for Config.Limiter.
+const (
+	// LimiterReference is rlbench's reference limiter (package limiter).
+	LimiterReference = "reference"
+	// LimiterRedisRate serves the extra routes with go-redis/redis_rate on
+	// Config.Redis instead, a peer limiter rlbench holds to its claim
+	// (harness/peers); it is scenarios.PeerRedisRate.
+	LimiterRedisRate = "redis_rate"
+)
+
+// RedisURLEnv is the environment variable `rlbench serve` reads the Redis
+// URL from when neither --redis nor the file gives one, so that a URL with
+// a password need not appear on a command line.
+const RedisURLEnv = "RLBENCH_REDIS_URL"
+
+// Config is the sample API's configuration: everything one instance runs
+// with, read from one YAML file by LoadConfig (and written by Marshal, as
+// `rlbench run` does for each instance it starts). Zero fields take the
+// Default* constants; `rlbench serve` flags override the fields they set.
 type Config struct {
 	// Instance names this process in the X-Instance header and the logs.
-	Instance string `yaml:"instance"`
+	Instance string `yaml:"instance,omitempty"`
 	// Addr is the listen address, "host:port"; port 0 picks a free one.
-	Addr string `yaml:"addr"`
+	Addr string `yaml:"addr,omitempty"`
+	// LogLevel is the least level logged: debug, info (the zero value),
+	// warn or error.
+	LogLevel slog.Level `yaml:"log_level,omitempty"`
+	// Limiter is LimiterReference (when empty) or LimiterRedisRate.
+	Limiter string `yaml:"limiter,omitempty"`
 	// Store is "redis" (shared state; needs Redis) or "memory" (this
 	// process only). Empty means redis when Redis is set, else memory.
-	Store string `yaml:"store"`
+	Store string `yaml:"store,omitempty"`
 	// Redis is the Redis URL, as redis.ParseURL reads it:
-	// "redis://127.0.0.1:6379/0".
-	Redis string `yaml:"redis"`
+	// "redis://127.0.0.1:6379/0". It may hold a password: keep it in the
+	// file or in RedisURLEnv rather than on a command line.
+	Redis string `yaml:"redis,omitempty"`
 	// FailureMode, when set, wraps the store in the resilience wrapper
 	// (limiter/resilience): "open" admits, "closed" answers 503 with
 	// Retry-After, "fallback" enforces this instance's share of every limit
 	// in memory while the store fails. Empty: no wrapper, and a store error
 	// is answered 503 with Retry-After: 1 after the Redis client's timeouts.
-	FailureMode string `yaml:"failure_mode"`
+	FailureMode string `yaml:"failure_mode,omitempty"`
 	// StoreTimeout bounds each store call under FailureMode; zero means
 	// resilience.DefaultTimeout.
-	StoreTimeout time.Duration `yaml:"store_timeout"`
+	StoreTimeout time.Duration `yaml:"store_timeout,omitempty"`
 	// Instances is the number of instances sharing the store, for the
 	// fallback's share of each limit; zero means 1.
-	Instances int `yaml:"instances"`
+	Instances int `yaml:"instances,omitempty"`
 	// ClockOffset shifts this instance's own clock (the memory store, the
 	// fallback store, the Reset and decision-time fields), to simulate
 	// clock skew; the Redis store decides on Redis TIME and ignores it.
-	ClockOffset time.Duration `yaml:"clock_offset"`
+	ClockOffset time.Duration `yaml:"clock_offset,omitempty"`
 	// Faulty, when set, names a deliberately faulty limiter variant
 	// (package sampleapi/faulty) to run instead of the reference limiter,
 	// for verifying rlbench's checker by mutation. Never set it in service.
-	Faulty string `yaml:"faulty"`
+	Faulty string `yaml:"faulty,omitempty"`
 	// Postgres, when set, is a PostgreSQL DSN from which API keys and plans
 	// are read (table api_keys, created if missing) instead of Keys.
-	Postgres string `yaml:"postgres"`
+	Postgres string `yaml:"postgres,omitempty"`
 	// PlanRefresh bounds the staleness of plans read from PostgreSQL: a
 	// changed, added or deleted key takes effect within PlanRefresh plus
 	// the duration of one reload query. Default DefaultPlanRefresh.
-	PlanRefresh time.Duration `yaml:"plan_refresh"`
+	PlanRefresh time.Duration `yaml:"plan_refresh,omitempty"`
 	// ShutdownTimeout bounds the drain of in-flight requests on SIGTERM.
-	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout,omitempty"`
 	// Algorithm of every plan's per-minute tier: token_bucket or gcra.
-	Algorithm limiter.Algorithm `yaml:"algorithm"`
+	Algorithm limiter.Algorithm `yaml:"algorithm,omitempty"`
 	// Headers selects the RateLimit header styles: a comma-separated list
 	// of ietf, draft06, legacy, or none (httplimit.ParseHeaderStyle).
-	Headers string `yaml:"headers"`
+	Headers string `yaml:"headers,omitempty"`
 	// DecisionTimeHeader adds httplimit.DecisionTimeHeader to responses.
-	DecisionTimeHeader bool `yaml:"decision_time_header"`
+	DecisionTimeHeader bool `yaml:"decision_time_header,omitempty"`
 	// Shadow decides and counts but never rejects (httplimit.WithShadow).
-	Shadow bool `yaml:"shadow"`
+	Shadow bool `yaml:"shadow,omitempty"`
 	// TrustedProxies are the CIDR prefixes whose X-Forwarded-For is honoured.
-	TrustedProxies []string `yaml:"trusted_proxies"`
+	TrustedProxies []string `yaml:"trusted_proxies,omitempty"`
 	// Anonymous, when set, admits requests without an API key under its
 	// plan, keyed by client IP; when nil they are answered 401.
-	Anonymous *PlanConfig `yaml:"anonymous"`
+	Anonymous *PlanConfig `yaml:"anonymous,omitempty"`
 	// AllowAnonymous admits requests without an API key, keyed by client
 	// IP, under the route limits only; setting Anonymous implies it.
-	AllowAnonymous bool `yaml:"allow_anonymous"`
+	AllowAnonymous bool `yaml:"allow_anonymous,omitempty"`
 	// AnyKey accepts every non-empty API key as an identity without a plan,
 	// held to the route limits only: for load tests with generated keys.
 	// Keys and Postgres still give their keys' plans.
-	AnyKey bool `yaml:"any_key"`
+	AnyKey bool `yaml:"any_key,omitempty"`
 	// Routes sets each route's cost and extra limits, by route name: data,
 	// search, export.
-	Routes map[string]RouteConfig `yaml:"routes"`
+	Routes map[string]RouteConfig `yaml:"routes,omitempty"`
 	// ExtraRoutes are further routes, each doing the work of GET /v1/data
 	// under its own cost and limits (the routes of a scenario).
-	ExtraRoutes []ExtraRoute `yaml:"extra_routes"`
+	ExtraRoutes []ExtraRoute `yaml:"extra_routes,omitempty"`
 	// Keys are the API keys and their plans, unless Postgres is set.
-	Keys []KeyConfig `yaml:"keys"`
+	Keys []KeyConfig `yaml:"keys,omitempty"`
 
-	file string
-	root *yaml.Node
+	// doc locates the fields of the file the configuration came from.
+	doc *yamlstrict.Doc
 }
 
 // PlanConfig is a rate-limit plan: a per-minute tier and an optional
@@ -131,13 +151,13 @@ type PlanConfig struct {
 	// RateLimitBurst is the most units admitted at once.
 	RateLimitBurst int64 `yaml:"rate_limit_burst"`
 	// MonthlyQuota is the units admitted per 30-day window; 0 means none.
-	MonthlyQuota int64 `yaml:"monthly_quota"`
+	MonthlyQuota int64 `yaml:"monthly_quota,omitempty"`
 }
 
 // KeyConfig is one API key and its plan.
 type KeyConfig struct {
 	// Name labels the key for people (it is never the key itself).
-	Name string `yaml:"name"`
+	Name string `yaml:"name,omitempty"`
 	// Key is the secret the client sends as "Authorization: Bearer KEY" or
 	// "X-API-Key: KEY". Only its SHA-256 is kept in memory.
 	Key        string `yaml:"key"`
@@ -147,57 +167,38 @@ type KeyConfig struct {
 // RouteConfig is the policy of one route.
 type RouteConfig struct {
 	// Cost is the units a request charges; 0 keeps the route's default.
-	Cost int64 `yaml:"cost"`
-	// Limits are extra limits on the route for every caller, in
-	// limiter.ParseLimit's form: "gcra:10/1s,burst=10,name=search".
-	Limits []string `yaml:"limits"`
+	Cost int64 `yaml:"cost,omitempty"`
+	// Limits are extra limits on the route for every caller, written in
+	// limiter.ParseLimit's form ("gcra:10/1s,burst=10,name=search") and
+	// decoded once, with the file.
+	Limits []limiter.Limit `yaml:"limits,omitempty"`
 }
 
 // ExtraRoute is a route beyond the built-in ones.
 type ExtraRoute struct {
 	// Method is the HTTP method; GET when empty (a GET route also answers HEAD).
-	Method string `yaml:"method"`
+	Method string `yaml:"method,omitempty"`
 	// Path is the exact request path, such as "/api/items".
 	Path string `yaml:"path"`
 	// Cost is the units a request charges; 0 means 1.
-	Cost int64 `yaml:"cost"`
-	// Limits are the route's limits, in limiter.ParseLimit's form.
-	Limits []string `yaml:"limits"`
+	Cost int64 `yaml:"cost,omitempty"`
+	// Limits are the route's limits, written in limiter.ParseLimit's form
+	// and decoded once, with the file.
+	Limits []limiter.Limit `yaml:"limits,omitempty"`
 	// Baseline bypasses the limiter: the same work with authentication
 	// only, for overhead measurement.
-	Baseline bool `yaml:"baseline"`
+	Baseline bool `yaml:"baseline,omitempty"`
 }
 
-// ConfigError is a configuration fault at a place in a file: the file, the
-// line (0 when unknown), the field, and what is wrong.
-type ConfigError struct {
-	File  string
-	Line  int
-	Field string
-	Err   error
-}
-
-func (e *ConfigError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		b.WriteString(":" + strconv.Itoa(e.Line))
-	}
-	if e.Field != "" {
-		b.WriteString(": " + e.Field)
-	}
-	b.WriteString(": " + e.Err.Error())
-	return b.String()
-}
-
-func (e *ConfigError) Unwrap() error { return e.Err }
-
-// ErrInvalidConfig is wrapped by every ConfigError's Err.
-var ErrInvalidConfig = errors.New("invalid configuration")
+// ErrInvalidConfig is matched by errors.Is for every configuration fault
+// at a place: it is yamlstrict.ErrInvalid, and the error a
+// *yamlstrict.Error, as for scenario files.
+var ErrInvalidConfig = yamlstrict.ErrInvalid
 
 // LoadConfig reads the YAML configuration at path; an empty path reads
-// DefaultConfigYAML. Decoding is strict: an unknown key is a *ConfigError
-// naming the line and the nearest valid key. The result is not yet
+// DefaultConfigYAML. Decoding is strict (package yamlstrict): an unknown
+// key is a *yamlstrict.Error naming the line and the nearest valid key, and
+// every limit is decoded, once, into a limiter.Limit. The result is not yet
 // validated, so that command-line flags can complete it: call Validate,
 // whose errors still name the line of the field at fault.
 func LoadConfig(path string) (Config, error) {
@@ -212,21 +213,28 @@ func LoadConfig(path string) (Config, error) {
 }
 
 // ParseConfig decodes a YAML configuration strictly, as LoadConfig does;
-// file names it in errors.
+// file names it in errors. An empty file means every default.
 func ParseConfig(file string, data []byte) (Config, error) {
-	cfg := Config{file: file}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) { // an empty file means every default
-		return Config{}, yamlError(file, err)
+	var cfg Config
+	doc, err := yamlstrict.Decode(file, data, &cfg)
+	switch {
+	case errors.Is(err, yamlstrict.ErrEmpty):
+		doc = yamlstrict.NewDoc(file)
+	case err != nil:
+		return Config{}, err
 	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return Config{}, yamlError(file, err)
-	}
-	cfg.root = &root
-	cfg.file = file
+	cfg.doc = doc
 	return cfg, nil
+}
+
+// Marshal encodes c in the YAML form ParseConfig reads, omitting zero
+// fields; limits are written as limiter.Limit.Spec writes them.
+func (c Config) Marshal() ([]byte, error) {
+	data, err := yaml.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("marshal config: %w", err)
+	}
+	return data, nil
 }
 
 var (
@@ -247,50 +255,15 @@ func reservedPatterns() map[string]bool {
 	return taken
 }
 
-var (
-	unknownField = regexp.MustCompile(`line (\d+): field (\S+) not found in type`)
-	yamlLine     = regexp.MustCompile(`line (\d+): (.*)`)
-)
-
-// yamlError turns a YAML decoding error into a *ConfigError with its line,
-// suggesting the nearest valid key for an unknown one.
-func yamlError(file string, err error) error {
-	msg := err.Error()
-	if m := unknownField.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		hint := ""
-		if near := nearest.Word(m[2], validKeys); near != "" {
-			hint = fmt.Sprintf("; did you mean %q?", near)
-		}
-		return &ConfigError{File: file, Line: line, Field: m[2], Err: fmt.Errorf("%w: unknown key%s", ErrInvalidConfig, hint)}
-	}
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &ConfigError{File: file, Line: line, Err: fmt.Errorf("%w: %s", ErrInvalidConfig, m[2])}
-	}
-	return &ConfigError{File: file, Err: fmt.Errorf("%w: %s", ErrInvalidConfig, strings.TrimPrefix(msg, "yaml: "))}
-}
-
-// validKeys are every key the configuration accepts, for suggestions.
-var validKeys = []string{
-	"instance", "addr", "store", "redis", "postgres", "plan_refresh", "shutdown_timeout",
-	"algorithm", "headers", "decision_time_header", "shadow", "trusted_proxies", "anonymous",
-	"routes", "keys", "name", "key", "allow_anonymous", "any_key", "extra_routes", "method", "path", "baseline", "failure_mode", "store_timeout", "instances", "clock_offset", "faulty", "rate_limit_per_minute", "rate_limit_burst",
-	"monthly_quota", "cost", "limits",
-}
-
-// errorAt returns a *ConfigError for the field at path (mapping keys and
-// sequence indexes from the document root), with the line of that field
-// when the configuration came from YAML.
+// errorAt returns a *yamlstrict.Error for the field at path (mapping keys
+// and sequence indexes from the document root), with the line of that
+// field when the configuration came from YAML.
 func (c *Config) errorAt(format string, path []any, args ...any) error {
-	return &ConfigError{File: c.fileName(), Line: c.lineOf(path), Field: fieldName(path), Err: fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)}
-}
-
-func (c *Config) fileName() string {
-	if c.file == "" {
-		return "(config)"
+	doc := c.doc
+	if doc == nil {
+		doc = yamlstrict.NewDoc("(config)")
 	}
-	return c.file
+	return doc.Errorf(fieldName(path), format, args...)
 }
 
 func fieldName(path []any) string {
@@ -307,37 +280,6 @@ func fieldName(path []any) string {
 		}
 	}
 	return b.String()
-}
-
-func (c *Config) lineOf(path []any) int {
-	if c.root == nil || len(c.root.Content) == 0 {
-		return 0
-	}
-	n, line := c.root.Content[0], 0
-	for _, p := range path {
-		switch p := p.(type) {
-		case string:
-			if n.Kind != yaml.MappingNode {
-				return line
-			}
-			found := false
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if n.Content[i].Value == p {
-					line, n, found = n.Content[i].Line, n.Content[i+1], true
-					break
-				}
-			}
-			if !found {
-				return line
-			}
-		case int:
-			if n.Kind != yaml.SequenceNode || p >= len(n.Content) {
-				return line
-			}
-			n, line = n.Content[p], n.Content[p].Line
-		}
-	}
-	return line
 }
 
 // Validate fills defaults and reports the first invalid field as a *ConfigError.
@@ -357,6 +299,9 @@ func (c *Config) Validate() error {
 	if c.Headers == "" {
 		c.Headers = DefaultHeaders
 	}
+	if c.Limiter == "" {
+		c.Limiter = LimiterReference
+	}
 	if c.Store == "" {
 		c.Store = StoreMemory
 		if c.Redis != "" {
@@ -374,6 +319,18 @@ func (c *Config) Validate() error {
 		}
 	default:
 		return c.errorAt("unknown store %q; use redis or memory", []any{"store"}, c.Store)
+	}
+	switch c.Limiter {
+	case LimiterReference:
+	case LimiterRedisRate:
+		if c.Store != StoreRedis {
+			return c.errorAt("redis_rate keeps its state in Redis; set redis: redis://HOST:6379/0 or pass --redis", []any{"limiter"})
+		}
+		if c.Faulty != "" {
+			return c.errorAt("a faulty variant replaces the reference limiter, not redis_rate", []any{"faulty"})
+		}
+	default:
+		return c.errorAt("unknown limiter %q; use %s or %s", []any{"limiter"}, c.Limiter, LimiterReference, LimiterRedisRate)
 	}
 	if c.FailureMode != "" {
 		if _, err := resilience.ParseMode(c.FailureMode); err != nil {
@@ -419,9 +376,9 @@ func (c *Config) Validate() error {
 		if rc.Cost < 0 {
 			return c.errorAt("%d is negative", []any{"routes", name, "cost"}, rc.Cost)
 		}
-		for i, s := range rc.Limits {
-			if _, err := limiter.ParseLimit(s); err != nil {
-				return c.errorAt("%v", []any{"routes", name, "limits", i}, err)
+		for i, l := range rc.Limits {
+			if err := l.Validate(); err != nil {
+				return c.errorAt("%w", []any{"routes", name, "limits", i}, err)
 			}
 		}
 	}
@@ -447,9 +404,9 @@ func (c *Config) Validate() error {
 		if r.Baseline && len(r.Limits) > 0 {
 			return c.errorAt("a baseline route bypasses the limiter; remove its limits or baseline: true", []any{"extra_routes", i, "limits"})
 		}
-		for j, spec := range r.Limits {
-			if _, err := limiter.ParseLimit(spec); err != nil {
-				return c.errorAt("%v", []any{"extra_routes", i, "limits", j}, err)
+		for j, l := range r.Limits {
+			if err := l.Validate(); err != nil {
+				return c.errorAt("%w", []any{"extra_routes", i, "limits", j}, err)
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package sampleapi
 
 import (
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/limiter"
+	"github.com/rlbench/rlbench/scenarios/yamlstrict"
 )
 
 func TestDefaultConfig(t *testing.T) {
@@ -63,72 +65,72 @@ func TestConfigErrors(t *testing.T) {
 		{
 			name: "unknown top-level key with suggestion",
 			yaml: "algorithm: gcra\nheader: ietf\n",
-			want: `test.yaml:2: header: invalid configuration: unknown key; did you mean "headers"?`,
+			want: `test.yaml:2: header: unknown key "header"; did you mean "headers"?`,
 		},
 		{
 			name: "unknown key inside a key entry",
 			yaml: "keys:\n  - key: a\n    rate_limit_per_minute: 1\n    rate_limit_brust: 2\n",
-			want: `test.yaml:4: rate_limit_brust: invalid configuration: unknown key; did you mean "rate_limit_burst"?`,
+			want: `test.yaml:4: keys[0].rate_limit_brust: unknown key "rate_limit_brust"; did you mean "rate_limit_burst"?`,
 		},
 		{
 			name: "bad burst names its line",
 			yaml: "keys:\n  - key: a\n    rate_limit_per_minute: 1\n    rate_limit_burst: 2\n  - key: b\n    rate_limit_per_minute: 1\n    rate_limit_burst: 0\n",
-			want: `test.yaml:7: keys[1].rate_limit_burst: invalid configuration: 0 must be at least 1`,
+			want: `test.yaml:7: keys[1].rate_limit_burst: 0 must be at least 1`,
 		},
 		{
 			name: "duplicate key",
 			yaml: "keys:\n  - key: a\n    rate_limit_per_minute: 1\n    rate_limit_burst: 2\n  - key: a\n    rate_limit_per_minute: 1\n    rate_limit_burst: 2\n",
-			want: `test.yaml:5: keys[1].key: invalid configuration: the same key as keys[0]`,
+			want: `test.yaml:5: keys[1].key: the same key as keys[0]`,
 		},
 		{
 			name: "redis store without URL",
 			yaml: "store: redis\n",
-			want: `test.yaml: redis: invalid configuration: the redis store needs a Redis URL; set redis: redis://HOST:6379/0 or pass --redis`,
+			want: `test.yaml:1: redis: the redis store needs a Redis URL; set redis: redis://HOST:6379/0 or pass --redis`,
 		},
 		{
 			name: "unknown store",
 			yaml: "store: disk\n",
-			want: `test.yaml:1: store: invalid configuration: unknown store "disk"; use redis or memory`,
+			want: `test.yaml:1: store: unknown store "disk"; use redis or memory`,
 		},
 		{
 			name: "unknown route",
 			yaml: "routes:\n  reports:\n    cost: 3\n",
-			want: `test.yaml:2: routes.reports: invalid configuration: unknown route; valid routes are data, search and export`,
+			want: `test.yaml:2: routes.reports: unknown route; valid routes are data, search and export`,
 		},
 		{
 			name: "bad route limit",
 			yaml: "routes:\n  search:\n    limits:\n      - \"gcra:10/1s\"\n      - \"gcra:ten/1s\"\n",
-			want: `test.yaml:5: routes.search.limits[1]: invalid configuration: invalid limit: rate "ten" in "gcra:ten/1s" is not a number`,
+			want: `test.yaml:5: routes.search.limits[1]: invalid limit: "gcra:ten/1s": rate "ten" is not a number`,
 		},
 		{
 			name: "bad header style",
 			yaml: "headers: ietf,x\n",
-			want: `test.yaml:1: headers: invalid configuration: unknown header style "x"; use ietf, draft06, legacy or none`,
+			want: `test.yaml:1: headers: unknown header style "x"; use ietf, draft06, legacy or none`,
 		},
 		{
 			name: "bad trusted proxy",
 			yaml: "trusted_proxies: [10.0.0.0/8, proxy.local]\n",
-			want: `test.yaml:1: trusted_proxies: invalid configuration: trusted proxy "proxy.local": want a CIDR prefix such as 10.0.0.0/8 or an address`,
+			want: `test.yaml:1: trusted_proxies: trusted proxy "proxy.local": want a CIDR prefix such as 10.0.0.0/8 or an address`,
 		},
 		{
 			name: "window algorithm for the per-minute tier",
 			yaml: "algorithm: fixed_window\n",
-			want: `test.yaml:1: algorithm: invalid configuration: "fixed_window"; use gcra or token_bucket`,
+			want: `test.yaml:1: algorithm: "fixed_window"; use gcra or token_bucket`,
 		},
 		{
 			name: "anonymous plan without rate",
 			yaml: "anonymous:\n  rate_limit_burst: 5\n",
-			want: `test.yaml:1: anonymous.rate_limit_per_minute: invalid configuration: 0 must be positive (units per minute, fractions allowed)`,
+			want: `test.yaml:1: anonymous.rate_limit_per_minute: 0 must be positive (units per minute, fractions allowed)`,
 		},
 		{
 			name: "instance name unfit for a header",
 			yaml: "instance: \"api 1\"\n",
-			want: `test.yaml:1: instance: invalid configuration: "api 1": use printable ASCII without spaces; it is sent in the X-Instance header`,
+			want: `test.yaml:1: instance: "api 1": use printable ASCII without spaces; it is sent in the X-Instance header`,
 		},
 		{
 			name: "wrong type",
 			yaml: "shadow: maybe\n",
-			want: "test.yaml:1: invalid configuration: cannot unmarshal !!str `maybe` into bool",
+			want: "test.yaml:1: shadow: cannot unmarshal !!str `maybe` into true or false",
 		},
 	}
 	for _, tt := range tests {
@@ -143,9 +145,9 @@ func TestConfigErrors(t *testing.T) {
 			if got := err.Error(); got != tt.want {
 				t.Fatalf("error = %q\nwant    %q", got, tt.want)
 			}
-			var ce *ConfigError
+			var ce *yamlstrict.Error
 			if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) {
-				t.Fatalf("error %T is not a *ConfigError wrapping ErrInvalidConfig", err)
+				t.Fatalf("error %T is not a *yamlstrict.Error wrapping ErrInvalidConfig", err)
 			}
 		})
 	}
@@ -186,5 +188,97 @@ func TestPlanLimits(t *testing.T) {
 	}
 	if !strings.HasPrefix(HashAPIKey("k"), "8254c329") {
 		t.Fatalf("HashAPIKey(k) = %s, want the SHA-256 of k", HashAPIKey("k"))
+	}
+}
+
+// TestConfigRoundTrip: a configuration written by Marshal reads back with
+// ParseConfig as the same typed values; limits cross as their spec text,
+// once.
+func TestConfigRoundTrip(t *testing.T) {
+	gcra := limiter.Limit{Name: "items", Algorithm: limiter.GCRA, Rate: 10, Period: time.Second, Burst: 5}
+	fixed := limiter.Window(limiter.FixedWindow, 100, time.Minute)
+	want := Config{
+		Instance: "instance-2", LogLevel: slog.LevelWarn, Limiter: LimiterReference,
+		Store: StoreRedis, Redis: "redis://:pw@127.0.0.1:7000/0", FailureMode: "fallback",
+		StoreTimeout: 50 * time.Millisecond, Instances: 3, ClockOffset: -90 * time.Minute, Faulty: "non-atomic:5ms",
+		AnyKey: true, DecisionTimeHeader: true, TrustedProxies: []string{"127.0.0.0/8"},
+		Routes: map[string]RouteConfig{"search": {Cost: 2, Limits: []limiter.Limit{fixed}}},
+		ExtraRoutes: []ExtraRoute{
+			{Method: "GET", Path: "/api/items", Cost: 1, Limits: []limiter.Limit{gcra, fixed}},
+			{Method: "GET", Path: "/api/items-baseline", Cost: 1, Baseline: true},
+		},
+		Keys: []KeyConfig{{Name: "k", Key: "secret", PlanConfig: PlanConfig{RateLimitPerMinute: 60, RateLimitBurst: 10}}},
+	}
+	data, err := want.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "- gcra:10/1s,burst=5,name=items\n") || !strings.Contains(string(data), "store_timeout: 50ms\n") {
+		t.Fatalf("Marshal does not write limits and durations as a person would:\n%s", data)
+	}
+	got, err := ParseConfig("rt.yaml", data)
+	if err != nil {
+		t.Fatalf("ParseConfig of Marshal's output: %v\n%s", err, data)
+	}
+	if err := got.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"Instance", got.Instance, want.Instance},
+		{"LogLevel", got.LogLevel, want.LogLevel},
+		{"Limiter", got.Limiter, want.Limiter},
+		{"Redis", got.Redis, want.Redis},
+		{"FailureMode", got.FailureMode, want.FailureMode},
+		{"StoreTimeout", got.StoreTimeout, want.StoreTimeout},
+		{"Instances", got.Instances, want.Instances},
+		{"ClockOffset", got.ClockOffset, want.ClockOffset},
+		{"Faulty", got.Faulty, want.Faulty},
+		{"Routes.search.Limits[0]", got.Routes["search"].Limits[0], fixed},
+		{"ExtraRoutes[0].Limits[0]", got.ExtraRoutes[0].Limits[0], gcra},
+		{"ExtraRoutes[0].Limits[1]", got.ExtraRoutes[0].Limits[1], fixed},
+		{"ExtraRoutes[1].Baseline", got.ExtraRoutes[1].Baseline, true},
+		{"Keys[0].RateLimitBurst", got.Keys[0].RateLimitBurst, int64(10)},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestLimiterConfig(t *testing.T) {
+	tests := []struct{ yaml, want string }{
+		{"limiter: redis_rate\nredis: redis://127.0.0.1:7000/0\n", ""},
+		{"limiter: reference\n", ""},
+		{"limiter: envoy\n", `test.yaml:1: limiter: unknown limiter "envoy"; use reference or redis_rate`},
+		{"limiter: redis_rate\n", `test.yaml:1: limiter: redis_rate keeps its state in Redis`},
+		{"limiter: redis_rate\nredis: redis://127.0.0.1:7000/0\nfaulty: no-ttl\n", `test.yaml:3: faulty: a faulty variant replaces the reference limiter`},
+		{"log_level: loud\n", `test.yaml:1: log_level: slog: level string "loud": unknown name`},
+		{"extra_routes:\n  - path: /a\n    limits: [{rate: 1}]\n", `test.yaml:3: extra_routes[0].limits[0]: want a single value, not a mapping`},
+	}
+	for _, tt := range tests {
+		cfg, err := ParseConfig("test.yaml", []byte(tt.yaml))
+		if err == nil {
+			err = cfg.Validate()
+		}
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("config %q: %v", tt.yaml, err)
+		case tt.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.want)):
+			t.Errorf("config %q: error = %v\nwant prefix %q", tt.yaml, err, tt.want)
+		}
+	}
+}
+
+// TestConfigBuiltInGo: a configuration that did not come from a file still
+// has its limits validated, and its errors name "(config)".
+func TestConfigBuiltInGo(t *testing.T) {
+	cfg := Config{ExtraRoutes: []ExtraRoute{{Path: "/a", Limits: []limiter.Limit{{Algorithm: limiter.GCRA}}}}}
+	err := cfg.Validate()
+	if err == nil || !strings.HasPrefix(err.Error(), "(config): extra_routes[0].limits[0]: invalid limit") || !errors.Is(err, limiter.ErrInvalidLimit) {
+		t.Fatalf("Validate = %v, want an invalid limit at (config): extra_routes[0].limits[0]", err)
 	}
 }

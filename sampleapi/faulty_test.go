@@ -9,13 +9,14 @@ import (
 	"testing"
 
 	"github.com/rlbench/rlbench/limiter"
+	"github.com/rlbench/rlbench/scenarios/yamlstrict"
 )
 
 func TestFaultyConfig(t *testing.T) {
 	for _, tc := range []struct {
 		name, yaml, want string
 	}{
-		{"unknown variant", "faulty: atomic\n", "faulty: invalid configuration: unknown faulty variant"},
+		{"unknown variant", "faulty: atomic\n", "faulty: unknown faulty variant"},
 		{"needs redis", "store: memory\nfaulty: non-atomic\n", "keeps its state in Redis"},
 		{"bad parameter", "redis: redis://127.0.0.1:7000/0\nfaulty: non-atomic:soon\n", "want a duration"},
 	} {
@@ -25,7 +26,7 @@ func TestFaultyConfig(t *testing.T) {
 				t.Fatal(err)
 			}
 			err = cfg.Validate()
-			var ce *ConfigError
+			var ce *yamlstrict.Error
 			if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Validate = %v, want a *ConfigError containing %q", err, tc.want)
 			}

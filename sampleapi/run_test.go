@@ -195,7 +195,7 @@ func TestFailureModes(t *testing.T) {
 		})
 	}
 	cfg, _ := ParseConfig("test.yaml", []byte("failure_mode: sideways\n"))
-	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `failure_mode: invalid configuration: "sideways"; use open, closed or fallback`) {
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `failure_mode: "sideways"; use open, closed or fallback`) {
 		t.Fatalf("bad failure mode: error = %v", err)
 	}
 }

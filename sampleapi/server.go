@@ -105,13 +105,7 @@ func NewServer(cfg Config, lim limiter.Limiter, keys KeyStore, logger *slog.Logg
 			if rc.Cost > 0 {
 				r.Cost = rc.Cost
 			}
-			for _, spec := range rc.Limits {
-				l, err := limiter.ParseLimit(spec)
-				if err != nil {
-					return nil, fmt.Errorf("route %s: %w", name, err)
-				}
-				r.Limits = append(r.Limits, l)
-			}
+			r.Limits = rc.Limits
 		}
 		routes = append(routes, r)
 	}
@@ -119,15 +113,7 @@ func NewServer(cfg Config, lim limiter.Limiter, keys KeyStore, logger *slog.Logg
 		if er.Baseline {
 			continue
 		}
-		r := httplimit.Route{Pattern: er.Method + " " + er.Path, Cost: er.Cost}
-		for _, spec := range er.Limits {
-			l, err := limiter.ParseLimit(spec)
-			if err != nil {
-				return nil, fmt.Errorf("route %s: %w", r.Pattern, err)
-			}
-			r.Limits = append(r.Limits, l)
-		}
-		routes = append(routes, r)
+		routes = append(routes, httplimit.Route{Pattern: er.Method + " " + er.Path, Cost: er.Cost, Limits: er.Limits})
 	}
 	opts := []httplimit.Option{
 		httplimit.WithRoutes(routes...),

@@ -280,12 +280,12 @@ extra_routes:
 
 func TestExtraRouteConfigErrors(t *testing.T) {
 	tests := []struct{ yaml, want string }{
-		{"extra_routes:\n  - path: /v1/data\n", `test.yaml:2: extra_routes[0].path: invalid configuration: GET /v1/data is already a route`},
-		{"extra_routes:\n  - path: /a\n  - path: /a\n", `test.yaml:3: extra_routes[1].path: invalid configuration: GET /a is already a route`},
-		{"extra_routes:\n  - path: /a/{id}\n", `test.yaml:2: extra_routes[0].path: invalid configuration: "/a/{id}": want an absolute path`},
-		{"extra_routes:\n  - method: get\n    path: /a\n", `test.yaml:2: extra_routes[0].method: invalid configuration: "get" is not an HTTP method`},
-		{"extra_routes:\n  - path: /a\n    baseline: true\n    limits: [\"gcra:1/1s\"]\n", `test.yaml:4: extra_routes[0].limits: invalid configuration: a baseline route bypasses the limiter`},
-		{"extra_routes:\n  - path: /a\n    limits: [\"gcra:0/1s\"]\n", `test.yaml:3: extra_routes[0].limits[0]: invalid configuration: invalid limit: rate: 0 must be a positive number`},
+		{"extra_routes:\n  - path: /v1/data\n", `test.yaml:2: extra_routes[0].path: GET /v1/data is already a route`},
+		{"extra_routes:\n  - path: /a\n  - path: /a\n", `test.yaml:3: extra_routes[1].path: GET /a is already a route`},
+		{"extra_routes:\n  - path: /a/{id}\n", `test.yaml:2: extra_routes[0].path: "/a/{id}": want an absolute path`},
+		{"extra_routes:\n  - method: get\n    path: /a\n", `test.yaml:2: extra_routes[0].method: "get" is not an HTTP method`},
+		{"extra_routes:\n  - path: /a\n    baseline: true\n    limits: [\"gcra:1/1s\"]\n", `test.yaml:4: extra_routes[0].limits: a baseline route bypasses the limiter`},
+		{"extra_routes:\n  - path: /a\n    limits: [\"gcra:0/1s\"]\n", `test.yaml:3: extra_routes[0].limits[0]: invalid limit: rate: 0 must be a positive number`},
 	}
 	for _, tt := range tests {
 		cfg, err := ParseConfig("test.yaml", []byte(tt.yaml))

@@ -3,9 +3,11 @@
 // A scenario is a YAML file that names what it proves, the Redis to run on,
 // the target (sample API instances started by rlbench, or external URLs with
 // the policy they claim), the identities that send traffic, the traffic
-// phases and the checks with their bounds. Parsing is strict: an unknown or
+// phases and the checks with their bounds. Parsing is strict (package
+// yamlstrict, which the sample API's configuration shares): an unknown or
 // misspelled key is an error that names the file, the line and the nearest
-// valid key, and every error about user input is a *ScenarioError.
+// valid key, and every error about user input is a *ScenarioError
+// (yamlstrict.Error) naming file, line and field.
 //
 // The shipped scenarios are embedded in the binary: Lookup("quickstart")
 // works from any directory, List describes them all, and Load accepts a file,
@@ -13,10 +15,19 @@
 //
 // # File format
 //
-// Durations are Go durations (250ms, 5s, 1m30s). Rates are N/PERIOD
-// ("120/1s", "600/1m", "5/100ms"; "50/s" means 50/1s). Policies are in
-// limiter.ParseLimit syntax ("gcra:10/1s,burst=10", "fixed_window:100/1m",
-// "fixed_window:10000/30d,name=month").
+// Durations are Go durations (250ms, 5s, 1m30s). Rates, in traffic phases
+// and in policies alike, are N/PERIOD in the one grammar of
+// limiter.ParseRate: the period is a Go duration, a number of days or a
+// bare unit meaning one of it ("120/1s", "50/s", "600/1m", "50/min",
+// "3000/1h", "5/100ms", "10000/30d"). Policies are in limiter.ParseLimit
+// syntax ("gcra:10/1s,burst=10", "fixed_window:100/min",
+// "fixed_window:10000/30d,name=month"), decoded once, with the file, into
+// limiter.Limit values that the runner hands the sample API instances in
+// their configuration file unchanged.
+//
+// Instances count from 1 everywhere: a target of instances: 3 runs
+// instance-1, instance-2 and instance-3, the names faults, clock skews,
+// histories and reports use.
 //
 //	name: quickstart            # required; lowercase letters, digits, - and _
 //	description: >-             # required; what the scenario proves
@@ -36,7 +47,7 @@
 //	  failure_mode: open        # open | closed | fallback (instances only)
 //	  store_timeout: 1s         # instances only; default 1s (drills: 50ms)
 //	  clock_skew:               # instances only: offset an instance's clock
-//	    - {instance: instance-2, offset: 1h}
+//	    - {instance: instance-2, offset: 1h}  # instance-1 .. instance-N
 //	  routes:
 //	    - path: /api/items
 //	      method: GET           # default GET
@@ -56,7 +67,7 @@
 //	traffic:                    # phases, run in order
 //	  - kind: constant          # open model: sends follow the schedule
 //	    name: steady            # default phase-N
-//	    rate: 120/1s
+//	    rate: 120/1s            # or 120/s, 7200/min, 7200/1m ...
 //	    duration: 8s
 //	    routes:                 # default: every limited route, weight 1
 //	      - {path: /api/items, weight: 3}
@@ -81,7 +92,7 @@
 //	  - {kind: redis_pause, at: 3s, duration: 1s}     # SIGSTOP / SIGCONT
 //	  - {kind: redis_latency, latency: 200ms, at: 3s, duration: 2s}
 //	  - {kind: redis_blackhole, at: 3s, duration: 2s} # also redis_reset, redis_disconnect
-//	  - {kind: instance_kill, target: instance-2, at: 2s, duration: 2s}
+//	  - {kind: instance_kill, target: instance-2, at: 2s, duration: 2s}  # instance-1 .. instance-N
 //
 // The budget check always runs. An edge_burst sends its requests twice:
 // offset before and offset after the next edge of an aligned window (on the

@@ -79,8 +79,10 @@ type Fault struct {
 	Latency time.Duration
 }
 
-// InstanceName is the name of sample API instance i (from 0), as faults,
-// clock skews and histories name it.
+// InstanceName is the name of the sample API instance at index i (from 0)
+// of a target: instance-1 for i = 0. Instances count from 1 wherever a
+// person reads their names: faults, clock skews, the runner's instances,
+// traffic results, histories and reports.
 func InstanceName(i int) string { return "instance-" + strconv.Itoa(i+1) }
 
 // Provider names where the Redis a scenario runs on comes from.
@@ -226,11 +228,6 @@ type Route struct {
 	// keyed by identity. None means the route is a baseline: the same
 	// handler with the limiter bypassed, for the overhead check.
 	Policies []limiter.Limit
-	// Specs are the policies as the file writes them, in
-	// limiter.ParseLimit syntax ("gcra:10/1s,burst=10"), one per Policies
-	// entry: the form the sample API's configuration and the history's
-	// header take.
-	Specs []string
 }
 
 // Baseline reports whether the route bypasses the limiter.

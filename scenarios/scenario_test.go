@@ -131,7 +131,6 @@ func TestQuickstartValues(t *testing.T) {
 		{"Routes[0].Method", s.Target.Routes[0].Method, "GET"},
 		{"Routes[0].Cost", s.Target.Routes[0].Cost, int64(1)},
 		{"Routes[0].Policies[0]", s.Target.Routes[0].Policies[0], gcra},
-		{"Routes[0].Specs[0]", s.Target.Routes[0].Specs[0], "gcra:10/1s,burst=10"},
 		{"Target.Algorithms", fmt.Sprint(s.Target.Algorithms()), "[gcra]"},
 		{"Identities.Count", s.Identities.Count, 8},
 		{"Identities.Header", s.Identities.Header, "X-API-Key"},
@@ -234,27 +233,61 @@ func TestParseRate(t *testing.T) {
 		{"50/1s", 50, true},
 		{"50/s", 50, true},
 		{"600/1m", 10, true},
+		{"600/m", 10, true},
+		{"600/min", 10, true},
+		{"3000/1h", 3000.0 / 3600, true},
+		{"7200/h", 2, true},
+		{"86400/1d", 1, true},
+		{"86400/d", 1, true},
 		{"5/100ms", 50, true},
-		{"7", 7, true},
 		{" 10 / 2s ", 5, true},
 		{"0/1s", 0, true},
+		{"1e9/1s", 1e9, true},
 		{"", 0, false},
+		{"7", 0, false}, // a rate names its period, as a policy's does
 		{"ten/1s", 0, false},
 		{"10/0s", 0, false},
 		{"10/-1s", 0, false},
 		{"-5/1s", 0, false},
+		{"NaN/1s", 0, false},
+		{"2e9/1s", 0, false},
 		{"10/fortnight", 0, false},
 	}
 	for _, tt := range tests {
 		got, err := ParseRate(tt.in)
-		if (err == nil) != tt.ok || (tt.ok && got != tt.want) {
+		if (err == nil) != tt.ok || (tt.ok && math.Abs(got-tt.want) > 1e-12*tt.want) {
 			t.Errorf("ParseRate(%q) = %v, %v; want %v, ok=%v", tt.in, got, err, tt.want, tt.ok)
 		}
 	}
 }
 
+// TestRateMeansWhatAPolicySays holds the traffic rate and a policy's
+// RATE/PERIOD to one grammar and one meaning: every form one accepts the
+// other does, as the same units per second.
+func TestRateMeansWhatAPolicySays(t *testing.T) {
+	for _, rate := range []string{
+		"50/1s", "50/s", "50/min", "50/m", "50/1m", "3000/1h", "3000/h", "10000/30d", "24/d",
+		"5/100ms", "1/2ms", "0.5/1s", "1e3/1m30s", " 12 / 2s ", "120/60s",
+		"50", "50 per second", "ten/1s", "10/fortnight", "10/1y", "10/", "/1s",
+	} {
+		t.Run(rate, func(t *testing.T) {
+			perSecond, rateErr := ParseRate(rate)
+			l, policyErr := limiter.ParseLimit("token_bucket:" + rate + ",burst=1000")
+			if (rateErr == nil) != (policyErr == nil) {
+				t.Fatalf("traffic rate error %v, policy error %v: one grammar must accept or refuse both", rateErr, policyErr)
+			}
+			if rateErr != nil {
+				return
+			}
+			if got, want := perSecond, l.Rate/l.Period.Seconds(); math.Abs(got-want) > 1e-12*want {
+				t.Fatalf("traffic rate %v/s, policy %v per %v = %v/s", got, l.Rate, l.Period, want)
+			}
+		})
+	}
+}
+
 func FuzzParseRate(f *testing.F) {
-	for _, s := range []string{"50/1s", "600/1m", "5/100ms", "7", "1e9/1ns", "x"} {
+	for _, s := range []string{"50/1s", "600/1m", "50/min", "5/100ms", "7", "1e9/1ns", "3000/1.5d", "x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

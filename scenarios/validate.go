@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/limiter"
+	"github.com/rlbench/rlbench/scenarios/yamlstrict"
 )
 
 // Bounds on what one scenario may ask for, so that a typo cannot start a
@@ -36,36 +37,20 @@ const (
 
 // validator converts a raw scenario, keeping the first error.
 type validator struct {
-	file  string
-	lines map[string]int
-	err   *ScenarioError
+	doc *yamlstrict.Doc
+	err *ScenarioError
 }
 
-// fail records a fault at field (a path as checkKeys records them) unless
+// fail records a fault at field (a path as yamlstrict records them) unless
 // one was recorded already; the line is the field's, or its nearest
 // recorded parent's.
 func (v *validator) fail(field, format string, args ...any) {
-	if v.err != nil {
-		return
+	if v.err == nil {
+		v.err = v.doc.Errorf(field, format, args...)
 	}
-	line, ok := 0, false
-	for p := field; ; {
-		if line, ok = v.lines[p]; ok || p == "" {
-			break
-		}
-		if i := strings.LastIndexAny(p, ".["); i >= 0 {
-			p = p[:i]
-		} else {
-			p = ""
-		}
-	}
-	v.err = &ScenarioError{File: v.file, Line: line, Field: field, Err: fmt.Errorf(format, args...)}
 }
 
-func (v *validator) has(field string) bool {
-	_, ok := v.lines[field]
-	return ok
-}
+func (v *validator) has(field string) bool { return v.doc.Has(field) }
 
 var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 
@@ -286,9 +271,8 @@ func (v *validator) target(r *rawTarget) Target {
 				v.fail(field+".cost", "%d must be at least 1", rt.Cost)
 			}
 		}
-		for j, p := range rr.Policies {
-			l, err := limiter.ParseLimit(p)
-			if err != nil {
+		for j, l := range rr.Policies {
+			if err := l.Validate(); err != nil { // decoded by limiter.ParseLimit, which validates; "~" is left zero
 				v.fail(fmt.Sprintf("%s.policies[%d]", field, j), "%w", err)
 				continue
 			}
@@ -296,7 +280,6 @@ func (v *validator) target(r *rawTarget) Target {
 				v.fail(field+".cost", "%d is above the capacity %d of policy %s; no request could ever be admitted", rt.Cost, l.Capacity(), l)
 			}
 			rt.Policies = append(rt.Policies, l)
-			rt.Specs = append(rt.Specs, strings.TrimSpace(p))
 		}
 		limited = limited || !rt.Baseline()
 		t.Routes = append(t.Routes, rt)
@@ -677,28 +660,31 @@ func (v *validator) duration(field, s string, positive bool) time.Duration {
 	return d
 }
 
-// ParseRate parses a request rate, "N/PERIOD" such as "50/1s", "600/1m" or
-// "5/100ms" (a bare unit means one of it: "50/s"), or a bare number of
-// requests per second. It returns requests per second. Errors name the
-// accepted forms.
+// MaxRate is the highest request rate a phase may ask for, per second.
+const MaxRate = 1e9
+
+// ParseRate parses a request rate in the RATE/PERIOD grammar policies use
+// (limiter.ParseRate): "50/1s", "50/s", "600/1m", "50/min", "3000/1h",
+// "5/100ms" or "10000/1d". It returns requests per second, from 0 to
+// MaxRate. Errors name the accepted forms.
 func ParseRate(s string) (float64, error) {
-	n, per, ok := strings.Cut(strings.TrimSpace(s), "/")
-	freq, err := strconv.ParseFloat(strings.TrimSpace(n), 64)
-	if err != nil || freq < 0 || freq > 1e9 {
-		return 0, fmt.Errorf("%q is not a rate; use N/PERIOD such as 50/1s", s)
+	const forms = "use N/PERIOD such as 50/1s, 50/min or 3000/1h"
+	n, per, err := limiter.ParseRate(s)
+	switch {
+	case err != nil && !strings.Contains(s, "/"):
+		return 0, fmt.Errorf("%q is not a rate; %s", s, forms)
+	case err != nil:
+		return 0, fmt.Errorf("%q is not a rate: %v; %s", s, err, forms)
+	case per <= 0:
+		return 0, fmt.Errorf("%q is not a rate: the period must be positive", s)
+	case !(n >= 0):
+		return 0, fmt.Errorf("%q is not a rate: the number of requests must be 0 or more", s)
 	}
-	if !ok {
-		return freq, nil
+	r := n / per.Seconds()
+	if !(r <= MaxRate) {
+		return 0, fmt.Errorf("%q is %g requests per second, above the most a phase may send, %g", s, r, MaxRate)
 	}
-	per = strings.TrimSpace(per)
-	if per != "" && (per[0] < '0' || per[0] > '9') {
-		per = "1" + per
-	}
-	d, err := time.ParseDuration(per)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%q is not a rate: period %q is not a positive duration such as 1s", s, per)
-	}
-	return freq / d.Seconds(), nil
+	return r, nil
 }
 
 func (v *validator) rate(field, s string, zeroOK bool) float64 {

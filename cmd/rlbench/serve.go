@@ -13,10 +13,8 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/harness/peers"
-	"github.com/rlbench/rlbench/limiter"
 	"github.com/rlbench/rlbench/sampleapi"
 	"github.com/rlbench/rlbench/sampleapi/faulty"
-	"github.com/rlbench/rlbench/scenarios"
 )
 
 // serveCommand runs one instance of the sample API.
@@ -25,18 +23,25 @@ type serveCommand struct{ stdout, stderr io.Writer }
 func (c *serveCommand) Usage() string {
 	return `Usage: rlbench serve [flags]
 
-Runs one instance of the sample API (see sampleapi/). Several instances given
-the same --redis share one budget per key. With no --config the embedded
-default configuration is used, with demo keys demo-free-key, demo-pro-key and
-demo-bench-key. Once listening it prints "listening on HOST:PORT" on stdout;
-on SIGTERM or SIGINT it stops accepting and drains in-flight requests.
+Runs one instance of the sample API (see sampleapi/). Everything an instance
+runs with can live in one YAML file given with --config (sampleapi.Config:
+instance name, store, Redis URL, failure mode, store timeout, clock offset,
+faulty variant, limiter, routes and their policies, keys); rlbench run writes
+one per instance. Several instances given the same Redis share one budget per
+key. With no --config the embedded default configuration is used, with demo
+keys demo-free-key, demo-pro-key and demo-bench-key. Once listening it prints
+"listening on HOST:PORT" on stdout; on SIGTERM or SIGINT it stops accepting
+and drains in-flight requests.
 
 Flags (each overrides the configuration file):
   --addr HOST:PORT        listen address; port 0 picks a free port (default 127.0.0.1:8080)
   --config FILE           YAML configuration (default: the embedded one)
-  --store redis|memory    where limiter state lives (default redis when --redis is set, else memory)
+  --store redis|memory    where limiter state lives (default redis when a Redis URL is set, else memory)
   --redis URL             Redis URL, as in redis://127.0.0.1:6379/0; client timeouts go in its
-                          query: ?dial_timeout=1s&read_timeout=200ms&max_retries=-1 (-1: no retry)
+                          query: ?dial_timeout=1s&read_timeout=200ms&max_retries=-1 (-1: no retry).
+                          A URL with a password is better kept out of the command line:
+                          put it in the file (redis:) or in $` + sampleapi.RedisURLEnv + `, read when
+                          neither this flag nor the file gives one
   --postgres DSN          read API keys and plans from PostgreSQL instead of the configuration
   --plan-refresh DURATION bound on plan staleness with --postgres (default 10s)
   --instance NAME         name in the X-Instance header (default the host name)
@@ -53,7 +58,7 @@ Flags (each overrides the configuration file):
                           non-atomic takes its read-to-write delay as non-atomic:5ms
   --shutdown-timeout DURATION  bound on the drain of in-flight requests (default 10s)
   --limiter NAME          reference (default), or redis_rate: serve the configuration's
-                          extra_routes with go-redis/redis_rate on --redis instead, a
+                          extra_routes with go-redis/redis_rate on the Redis instead, a
                           peer limiter that rlbench holds to its claim (harness/peers)
   --log-level LEVEL       debug, info, warn or error (default info)
 `
@@ -142,6 +147,17 @@ func (f *serveFlags) configure(set map[string]bool) (sampleapi.Config, error) {
 	if set["faulty"] {
 		cfg.Faulty = f.faulty
 	}
+	if set["limiter"] {
+		cfg.Limiter = f.limiter
+	}
+	if set["log-level"] {
+		if err := cfg.LogLevel.UnmarshalText([]byte(f.logLevel)); err != nil {
+			return cfg, usagef("--log-level %q: use debug, info, warn or error", f.logLevel)
+		}
+	}
+	if env := os.Getenv(sampleapi.RedisURLEnv); env != "" && !set["redis"] && cfg.Redis == "" {
+		cfg.Redis = env
+	}
 	if set["redis"] && !set["store"] && cfg.Store == sampleapi.StoreMemory {
 		cfg.Store = sampleapi.StoreRedis // --redis alone means: use it
 	}
@@ -160,18 +176,11 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if f.limiter != "reference" && f.limiter != string(scenarios.PeerRedisRate) {
-		return usagef("--limiter %q: use reference or redis_rate", f.limiter)
-	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return usagef("--log-level %q: use debug, info, warn or error", f.logLevel)
-	}
 	cfg, err := f.configure(set)
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level})).With("instance", cfg.Instance)
+	logger := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: cfg.LogLevel})).With("instance", cfg.Instance)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -182,7 +191,7 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 			"variant", cfg.Faulty, "fault", v.Fault)
 	}
 	fmt.Fprintf(c.stdout, "listening on %s\n", ln.Addr())
-	if f.limiter == string(scenarios.PeerRedisRate) {
+	if cfg.Limiter == sampleapi.LimiterRedisRate {
 		return serveRedisRate(ctx, cfg, ln)
 	}
 	if err := sampleapi.Run(ctx, cfg, ln, logger); err != nil {
@@ -195,9 +204,6 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 // serveRedisRate serves cfg's extra routes with go-redis/redis_rate on
 // cfg.Redis, each limited route under its one policy.
 func serveRedisRate(ctx context.Context, cfg sampleapi.Config, ln net.Listener) error {
-	if cfg.Redis == "" {
-		return usagef("--limiter redis_rate needs --redis")
-	}
 	var routes []peers.RedisRateRoute
 	for _, er := range cfg.ExtraRoutes {
 		rt := peers.RedisRateRoute{Method: er.Method, Path: er.Path, Cost: er.Cost}
@@ -205,11 +211,7 @@ func serveRedisRate(ctx context.Context, cfg sampleapi.Config, ln net.Listener) 
 		case len(er.Limits) > 1:
 			return fmt.Errorf("route %s: redis_rate applies one limit per route, not %d", er.Path, len(er.Limits))
 		case len(er.Limits) == 1:
-			l, err := limiter.ParseLimit(er.Limits[0])
-			if err != nil {
-				return fmt.Errorf("route %s: %w", er.Path, err)
-			}
-			rt.Limit = &l
+			rt.Limit = &er.Limits[0]
 		}
 		routes = append(routes, rt)
 	}

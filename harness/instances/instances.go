@@ -41,11 +41,18 @@ var ErrNotRunning = errors.New("instance is not running")
 
 // Spec describes one instance.
 type Spec struct {
-	// Name identifies the instance (its --instance flag and X-Instance header).
+	// Name identifies the instance to the harness (Group.Find, messages);
+	// it is the instance name its configuration gives, which the instance
+	// sends in its X-Instance header.
 	Name string
 	// Binary is the rlbench executable; empty means this process's own.
 	Binary string
-	// Args follow `serve`; the launcher adds --addr and --instance.
+	// Config is the instance's configuration file (sampleapi.Config's YAML
+	// form), passed as --config: everything the instance runs with. Empty
+	// runs the embedded default configuration.
+	Config string
+	// Args are further `serve` flags, overriding the configuration; the
+	// launcher adds --addr, the loopback address kept across restarts.
 	Args []string
 	// Env is added to the environment.
 	Env []string
@@ -97,7 +104,11 @@ func (in *Instance) start(ctx context.Context) error {
 		}
 		bin = exe
 	}
-	args := append([]string{"serve", "--addr", in.addr, "--instance", in.spec.Name}, in.spec.Args...)
+	args := []string{"serve", "--addr", in.addr}
+	if in.spec.Config != "" {
+		args = append(args, "--config", in.spec.Config)
+	}
+	args = append(args, in.spec.Args...)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), in.spec.Env...)
 	cmd.SysProcAttr = procAttr()

@@ -9,15 +9,19 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // TestMain doubles as a minimal `rlbench serve` when the launcher starts the
 // test binary with fakeServeEnv set: it binds --addr, prints the listening
-// line and answers /healthz with its --instance name until SIGTERM.
+// line and answers /healthz with the instance name of its --config file
+// until SIGTERM.
 const fakeServeEnv = "INSTANCES_TEST_FAKE_SERVE"
 
 func TestMain(m *testing.M) {
@@ -28,15 +32,26 @@ func TestMain(m *testing.M) {
 }
 
 func fakeServe(mode string, args []string) int {
-	var addr, name string
+	var addr string
+	var cfg struct {
+		Instance string `yaml:"instance"`
+	}
 	for i := 0; i+1 < len(args); i++ {
 		switch args[i] {
 		case "--addr":
 			addr = args[i+1]
-		case "--instance":
-			name = args[i+1]
+		case "--config":
+			data, err := os.ReadFile(args[i+1])
+			if err == nil {
+				err = yaml.Unmarshal(data, &cfg)
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 2
+			}
 		}
 	}
+	name := cfg.Instance
 	if mode == "crash" {
 		fmt.Fprintln(os.Stderr, "config: unknown key \"burts\"")
 		return 2
@@ -62,8 +77,13 @@ func fakeServe(mode string, args []string) int {
 	return 0
 }
 
-func spec(name, mode string) Spec {
-	return Spec{Name: name, Binary: os.Args[0], Env: []string{fakeServeEnv + "=" + mode}, StartTimeout: 2 * time.Second}
+func spec(t *testing.T, name, mode string) Spec {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), name+".yaml")
+	if err := os.WriteFile(cfg, []byte("instance: "+name+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return Spec{Name: name, Binary: os.Args[0], Config: cfg, Env: []string{fakeServeEnv + "=" + mode}, StartTimeout: 2 * time.Second}
 }
 
 func instanceName(t *testing.T, url string) string {
@@ -78,7 +98,7 @@ func instanceName(t *testing.T, url string) string {
 
 func TestGroupLifecycle(t *testing.T) {
 	ctx := context.Background()
-	g, err := StartGroup(ctx, []Spec{spec("i1", "ok"), spec("i2", "ok"), spec("i3", "ok")})
+	g, err := StartGroup(ctx, []Spec{spec(t, "i1", "ok"), spec(t, "i2", "ok"), spec(t, "i3", "ok")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +149,7 @@ func TestStartFailures(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.mode, func(t *testing.T) {
-			_, err := StartGroup(context.Background(), []Spec{spec("ok", "ok"), spec("bad", tc.mode)})
+			_, err := StartGroup(context.Background(), []Spec{spec(t, "ok", "ok"), spec(t, "bad", tc.mode)})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("StartGroup error = %v, want one containing %q", err, tc.want)
 			}

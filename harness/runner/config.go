@@ -2,42 +2,51 @@ package runner
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
-	"strconv"
+	"os"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/rlbench/rlbench/harness/checker"
 	"github.com/rlbench/rlbench/harness/runrecord"
 	"github.com/rlbench/rlbench/limiter/resilience"
+	"github.com/rlbench/rlbench/sampleapi"
 	"github.com/rlbench/rlbench/scenarios"
 )
 
-// instanceConfig is the part of the sample API's configuration a scenario
-// sets (sampleapi.Config's YAML form).
-type instanceConfig struct {
-	AnyKey             bool         `yaml:"any_key"`
-	AllowAnonymous     bool         `yaml:"allow_anonymous,omitempty"`
-	TrustedProxies     []string     `yaml:"trusted_proxies,omitempty"`
-	DecisionTimeHeader bool         `yaml:"decision_time_header"`
-	ExtraRoutes        []extraRoute `yaml:"extra_routes"`
-}
-
-type extraRoute struct {
-	Method   string   `yaml:"method"`
-	Path     string   `yaml:"path"`
-	Cost     int64    `yaml:"cost"`
-	Limits   []string `yaml:"limits,omitempty"`
-	Baseline bool     `yaml:"baseline,omitempty"`
-}
-
-// InstanceConfig is the YAML configuration the scenario's sample API
-// instances run with: every generated API key is accepted (identities are
-// held to the route limits only), each scenario route is served with its
-// cost and limits, and responses carry the limiter's decision time.
-func InstanceConfig(sc *scenarios.Scenario) ([]byte, error) {
-	cfg := instanceConfig{AnyKey: true, DecisionTimeHeader: true}
+// InstanceConfig is the configuration sample API instance i (from 0, named
+// scenarios.InstanceName(i)) of the scenario runs with, everything in one
+// value that crosses to the instance's process once, as its configuration
+// file: its name, the store and redisURL (when the store is Redis), the
+// failure mode and store timeout, the number of instances sharing the
+// store, its clock offset, the limiter (redis_rate for that peer) and the
+// scenario's routes with their costs and policies. Every generated API key
+// is accepted (identities are held to the route limits only) and responses
+// carry the limiter's decision time. faulty, when set, names the faulty
+// variant it runs instead of the reference limiter.
+func InstanceConfig(sc *scenarios.Scenario, i int, redisURL, faulty string) sampleapi.Config {
+	name := scenarios.InstanceName(i)
+	cfg := sampleapi.Config{
+		Instance:           name,
+		LogLevel:           slog.LevelWarn,
+		Store:              string(sc.Target.Store),
+		FailureMode:        string(sc.Target.FailureMode),
+		StoreTimeout:       sc.Target.StoreTimeout,
+		Instances:          sc.Target.Instances,
+		ClockOffset:        sc.Target.ClockSkew[name],
+		Faulty:             faulty,
+		AnyKey:             true,
+		DecisionTimeHeader: true,
+	}
+	if cfg.Store == "" {
+		cfg.Store = sampleapi.StoreRedis
+	}
+	if cfg.Store == sampleapi.StoreRedis {
+		cfg.Redis = redisURL
+	}
+	if sc.Target.Peer == scenarios.PeerRedisRate {
+		cfg.Limiter = sampleapi.LimiterRedisRate
+	}
 	if sc.Identities.Carry == scenarios.ClientIP {
 		// The harness sends the client address as X-Forwarded-For from
 		// loopback: it is the trusted proxy.
@@ -45,45 +54,27 @@ func InstanceConfig(sc *scenarios.Scenario) ([]byte, error) {
 		cfg.TrustedProxies = []string{"127.0.0.0/8", "::1/128"}
 	}
 	for _, rt := range sc.Target.Routes {
-		er := extraRoute{Method: rt.Method, Path: rt.Path, Cost: rt.Cost, Baseline: rt.Baseline()}
+		er := sampleapi.ExtraRoute{Method: rt.Method, Path: rt.Path, Cost: rt.Cost, Limits: rt.Policies, Baseline: rt.Baseline()}
 		if er.Method == "" {
 			er.Method = http.MethodGet
 		}
-		for _, l := range rt.Policies {
-			er.Limits = append(er.Limits, l.Spec())
-		}
 		cfg.ExtraRoutes = append(cfg.ExtraRoutes, er)
 	}
-	data, err := yaml.Marshal(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("instance config: %w", err)
-	}
-	return append([]byte("# Written by rlbench run for this scenario's sample API instances.\n"), data...), nil
+	return cfg
 }
 
-// InstanceArgs are the `rlbench serve` flags of instance i (the launcher
-// adds --addr and --instance).
-func InstanceArgs(sc *scenarios.Scenario, configPath, redisURL string, i int) []string {
-	args := []string{"--config", configPath, "--log-level", "warn"}
-	store := string(sc.Target.Store)
-	if store == "" {
-		store = string(scenarios.StoreRedis)
+// WriteInstanceConfig writes cfg to path in the sample API's YAML form,
+// readable by its owner only: it may hold a Redis URL with a password.
+func WriteInstanceConfig(path string, cfg sampleapi.Config) error {
+	data, err := cfg.Marshal()
+	if err != nil {
+		return fmt.Errorf("instance config: %w", err)
 	}
-	args = append(args, "--store", store)
-	if redisURL != "" && store == string(scenarios.StoreRedis) {
-		args = append(args, "--redis", redisURL)
+	data = append([]byte("# Written by rlbench run: the configuration of sample API "+cfg.Instance+" (rlbench serve --config).\n"), data...)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return fmt.Errorf("instance config: %w", err)
 	}
-	if sc.Target.FailureMode != "" {
-		args = append(args, "--failure-mode", string(sc.Target.FailureMode))
-	}
-	if sc.Target.StoreTimeout > 0 {
-		args = append(args, "--store-timeout", sc.Target.StoreTimeout.String())
-	}
-	args = append(args, "--instances", strconv.Itoa(sc.Target.Instances))
-	if skew, ok := sc.Target.ClockSkew[scenarios.InstanceName(i)]; ok {
-		args = append(args, "--clock-offset", skew.String())
-	}
-	return args
+	return nil
 }
 
 // Policy is what the scenario's routes promise, for the checker, with the

@@ -1,7 +1,10 @@
 package runner
 
 import (
+	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -11,12 +14,15 @@ import (
 )
 
 // TestInstanceConfigIsAcceptedBySampleAPI: every shipped scenario's
-// generated configuration parses strictly and validates in the sample API.
+// instance configurations, written to a file, parse strictly and validate
+// in the sample API and read back as the typed values the runner wrote:
+// policies, durations and names cross to the instance once, unchanged.
 func TestInstanceConfigIsAcceptedBySampleAPI(t *testing.T) {
 	infos, err := scenarios.List()
 	if err != nil {
 		t.Fatal(err)
 	}
+	dir := t.TempDir()
 	for _, in := range infos {
 		t.Run(in.Name, func(t *testing.T) {
 			sc, err := scenarios.Lookup(in.Name)
@@ -26,22 +32,88 @@ func TestInstanceConfigIsAcceptedBySampleAPI(t *testing.T) {
 			if sc.Target.Instances == 0 {
 				t.Skip("external target: no instance configuration")
 			}
-			data, err := InstanceConfig(sc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := sampleapi.ParseConfig(in.Name+"/instance-config.yaml", data)
-			if err != nil {
-				t.Fatalf("sample API rejects the generated configuration: %v\n%s", err, data)
-			}
-			cfg.Redis = "redis://127.0.0.1:1/0"
-			if err := cfg.Validate(); err != nil {
-				t.Fatalf("generated configuration is invalid: %v\n%s", err, data)
-			}
-			if got, want := len(cfg.ExtraRoutes), len(sc.Target.Routes); got != want {
-				t.Fatalf("%d routes in the configuration, want %d", got, want)
+			for i := range sc.Target.Instances {
+				want := InstanceConfig(sc, i, "redis://127.0.0.1:1/0", "")
+				path := filepath.Join(dir, in.Name+"-"+want.Instance+".yaml")
+				if err := WriteInstanceConfig(path, want); err != nil {
+					t.Fatal(err)
+				}
+				got, err := sampleapi.LoadConfig(path)
+				if err != nil {
+					data, _ := os.ReadFile(path)
+					t.Fatalf("sample API rejects the generated configuration: %v\n%s", err, data)
+				}
+				if err := got.Validate(); err != nil {
+					t.Fatalf("generated configuration is invalid: %v", err)
+				}
+				if got.Instance != scenarios.InstanceName(i) || got.StoreTimeout != sc.Target.StoreTimeout ||
+					got.FailureMode != string(sc.Target.FailureMode) || got.Instances != sc.Target.Instances ||
+					got.ClockOffset != sc.Target.ClockSkew[got.Instance] || got.Redis != want.Redis {
+					t.Fatalf("read back %+v, want %+v", got, want)
+				}
+				if got, want := len(got.ExtraRoutes), len(sc.Target.Routes); got != want {
+					t.Fatalf("%d routes in the configuration, want %d", got, want)
+				}
+				for j, rt := range sc.Target.Routes {
+					if !slices.Equal(got.ExtraRoutes[j].Limits, rt.Policies) {
+						t.Fatalf("route %s: limits read back %v, want %v", rt.Path, got.ExtraRoutes[j].Limits, rt.Policies)
+					}
+				}
 			}
 		})
+	}
+}
+
+// TestInstanceConfigFields: what a drill's instances are told, and that the
+// Redis URL stays out of reach of other users.
+func TestInstanceConfigFields(t *testing.T) {
+	sc, err := scenarios.Lookup("drill-clock-skew")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := InstanceConfig(sc, 1, "redis://:secret@127.0.0.1:7000/0", "no-ttl")
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"Instance", cfg.Instance, "instance-2"},
+		{"ClockOffset", cfg.ClockOffset, time.Hour},
+		{"Store", cfg.Store, sampleapi.StoreRedis},
+		{"Redis", cfg.Redis, "redis://:secret@127.0.0.1:7000/0"},
+		{"Faulty", cfg.Faulty, "no-ttl"},
+		{"Instances", cfg.Instances, sc.Target.Instances},
+		{"LogLevel", cfg.LogLevel, slog.LevelWarn},
+		{"Limiter", cfg.Limiter, ""},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if got := InstanceConfig(sc, 0, "redis://127.0.0.1:7000/0", "").ClockOffset; got != 0 {
+		t.Errorf("instance-1 ClockOffset = %v, want 0", got)
+	}
+	path := filepath.Join(t.TempDir(), "instance-2.yaml")
+	if err := WriteInstanceConfig(path, cfg); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fi.Mode().Perm(), os.FileMode(0o600); got != want {
+		t.Errorf("config file mode = %v, want %v", got, want)
+	}
+	peer, err := scenarios.LoadFile("../../scenarios/peers/peer-redis-rate.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := InstanceConfig(peer, 0, "redis://127.0.0.1:7000/0", "")
+	if got := pc.Limiter; got != sampleapi.LimiterRedisRate {
+		t.Errorf("peer redis_rate: Limiter = %q, want %q", got, sampleapi.LimiterRedisRate)
+	}
+	if err := pc.Validate(); err != nil {
+		t.Errorf("peer redis_rate configuration is invalid: %v", err)
 	}
 }
 

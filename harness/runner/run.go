@@ -54,8 +54,13 @@ type Options struct {
 	// (the instances still run the scenario's): a stricter promise than the
 	// target keeps must fail.
 	Claims map[string][]limiter.Limit
+	// Faulty, when set, names the faulty limiter variant (package
+	// sampleapi/faulty) every sample API instance runs instead of the
+	// reference; it goes into each instance's configuration file.
+	Faulty string
 	// InstanceArgs are extra `rlbench serve` flags for every sample API
-	// instance, after the scenario's own (such as --faulty NAME).
+	// instance, overriding its configuration file (as a person running
+	// `rlbench serve` would); prefer the fields above.
 	InstanceArgs []string
 }
 
@@ -261,24 +266,14 @@ func (r *Runner) startTarget(ctx context.Context, sc *scenarios.Scenario, dir, r
 		*cleanups = append(*cleanups, e.Stop)
 		return nil, e.URLs(), e.Names(), nil
 	}
-	cfgPath := filepath.Join(dir, "instance-config.yaml")
-	cfg, err := InstanceConfig(sc)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
-		return nil, nil, nil, err
-	}
 	specs := make([]instances.Spec, sc.Target.Instances)
 	for i := range specs {
-		specs[i] = instances.Spec{
-			Name:   scenarios.InstanceName(i),
-			Binary: r.opts.Binary,
-			Args:   append(InstanceArgs(sc, cfgPath, redisURL, i), r.opts.InstanceArgs...),
+		cfg := InstanceConfig(sc, i, redisURL, r.opts.Faulty)
+		path := filepath.Join(dir, cfg.Instance+".yaml")
+		if err := WriteInstanceConfig(path, cfg); err != nil {
+			return nil, nil, nil, err
 		}
-		if sc.Target.Peer == scenarios.PeerRedisRate {
-			specs[i].Args = append(specs[i].Args, "--limiter", string(scenarios.PeerRedisRate))
-		}
+		specs[i] = instances.Spec{Name: cfg.Instance, Binary: r.opts.Binary, Config: path, Args: r.opts.InstanceArgs}
 	}
 	if g, err = instances.StartGroup(ctx, specs); err != nil {
 		return nil, nil, nil, err

@@ -66,8 +66,9 @@ type Config struct {
 	// BaseURLs holds one base URL per target instance, such as
 	// "http://127.0.0.1:41234", as many as Scenario.Target.NumInstances().
 	BaseURLs []string
-	// InstanceNames names the instances in results; when nil, instance i is
-	// "instance-i".
+	// InstanceNames names the instances in results; when nil, BaseURLs[i]
+	// is scenarios.InstanceName(i): instance-1, instance-2, ..., as
+	// scenarios, faults and histories count them.
 	InstanceNames []string
 	// ClockOffset is the limiter's clock minus the local clock (see
 	// MeasureClockOffset); edge bursts place their halves around window
@@ -148,8 +149,8 @@ type Result struct {
 	Route         string
 	Method        string
 	Cost          int64
-	// Instance is the index of the instance the request went to and
-	// InstanceName its name.
+	// Instance is the index in Config.BaseURLs (from 0) of the instance the
+	// request went to, and InstanceName its name (instance-1 for index 0).
 	Instance     int
 	InstanceName string
 	URL          string
@@ -262,7 +263,7 @@ func newEngine(cfg Config) (*engine, error) {
 		}
 		e.bases = append(e.bases, u)
 		e.baseStrs = append(e.baseStrs, u.String())
-		name := "instance-" + strconv.Itoa(i)
+		name := scenarios.InstanceName(i)
 		if cfg.InstanceNames != nil {
 			name = cfg.InstanceNames[i]
 		}

@@ -162,7 +162,7 @@ func TestRunConstant(t *testing.T) {
 		if r.Received.Before(r.Sent) || r.Intended.IsZero() {
 			t.Errorf("result %d: intended %v, sent %v, received %v out of order", r.ID, r.Intended, r.Sent, r.Received)
 		}
-		if r.InstanceName != "instance-"+strconv.Itoa(r.Instance) {
+		if r.InstanceName != scenarios.InstanceName(r.Instance) || r.InstanceName != "instance-"+strconv.Itoa(r.Instance+1) {
 			t.Errorf("result %d: InstanceName = %q", r.ID, r.InstanceName)
 		}
 	}
