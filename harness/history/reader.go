@@ -162,7 +162,7 @@ func maybeGunzip(r io.Reader) (*bufio.Reader, error) {
 // its end), else an error wrapping ErrTruncated that names the file and
 // line. Read returns io.EOF after the last whole record either way: call
 // Truncated after it to learn whether records may be missing.
-func (l *lines) Truncated() error { return l.trunc }
+func (r *Reader) Truncated() error { return r.trunc }
 
 // next returns the next non-empty line, valid until the following call, or
 // io.EOF at the end of the input.

@@ -72,7 +72,7 @@ func NewVegetaReader(r io.Reader, name string, cfg VegetaConfig) (*VegetaReader,
 	vr := &VegetaReader{lines: l, cfg: cfg}
 	if err := vr.decode(&vr.res); err != nil {
 		if err == io.EOF {
-			if t := vr.Truncated(); t != nil {
+			if t := vr.trunc; t != nil {
 				return nil, &FormatError{File: name, Line: max(vr.n, 1), Err: fmt.Errorf("no whole vegeta result: %w", t)}
 			}
 			return nil, &FormatError{File: name, Line: 1, Err: errors.New("no vegeta results")}
@@ -86,6 +86,10 @@ func NewVegetaReader(r io.Reader, name string, cfg VegetaConfig) (*VegetaReader,
 	vr.start, vr.pending = vr.res.Timestamp, true
 	return vr, nil
 }
+
+// Truncated reports whether the results ended early, as Reader.Truncated
+// does for a history.
+func (r *VegetaReader) Truncated() error { return r.trunc }
 
 // Header returns a header whose Start is the first result's timestamp.
 func (r *VegetaReader) Header() Header {
