@@ -31,6 +31,20 @@ deps:
 test: deps
 	$(GO) test -race -count=1 -p 1 ./...
 
+# fuzz runs each fuzz target of the history readers and the checker for
+# FUZZTIME, one target per go test call (-fuzz takes one target at a time):
+# crashes, hangs and non-deterministic reports on arbitrary input. A failing
+# input is saved under the package's testdata/fuzz for a regression test.
+FUZZTIME ?= 10s
+FUZZFLAGS ?=
+
+.PHONY: fuzz
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./harness/history/
+	$(GO) test -run '^$$' -fuzz '^FuzzVegetaReader$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./harness/history/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./harness/history/
+	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./harness/checker/
+
 # bench measures the limiter on this machine, with the anchors users would
 # pick instead (x/time/rate in memory, go-redis/redis_rate on the same
 # redis-server), and prints the table of medians and ratios. Raw output in

@@ -170,6 +170,9 @@ func (c *checkCommand) Run(_ context.Context, args []string) error {
 		return usagef("none of the %d records matches the policy's routes", rep.Records)
 	}
 	printReport(c.stdout, rep)
+	if t, ok := src.(interface{ Truncated() error }); ok && t.Truncated() != nil {
+		fmt.Fprintf(c.stdout, "Note: %v (an interrupted run?); the verdict covers those records only.\n", t.Truncated())
+	}
 	if summary != "" {
 		s := checker.NewSummary(time.Now())
 		s.Add(filepath.Base(path), rep.Results)

@@ -14,7 +14,8 @@
 //	format                string, required: "rlbench-history".
 //	version               integer, required: 1. Readers reject other versions.
 //	start                 string, required: the wall-clock time of the run's
-//	                      start, RFC 3339 with nanoseconds, UTC recommended.
+//	                      start, RFC 3339 with nanoseconds, UTC recommended,
+//	                      in [1970-01-01, 2100-01-01) (MinStart, MaxStart).
 //	                      Every time in a record is in nanoseconds since this
 //	                      instant, measured on one monotonic clock.
 //	scenario              string, optional: the scenario's name.
@@ -26,15 +27,18 @@
 //	                      "gcra:10/1s,burst=10"}.
 //	clock_offset_ns       integer, optional: the limiter's clock minus the
 //	                      harness's (start + monotonic time), in nanoseconds,
-//	                      as measured against Redis TIME. Absent when unknown.
+//	                      as measured against Redis TIME, within ±2^60
+//	                      (MaxTimeNs). Absent when unknown.
 //	clock_uncertainty_ns  integer, optional: the half-width of the interval
 //	                      around clock_offset_ns that holds the true offset, in
-//	                      nanoseconds (half the measuring round trip). Default 0.
+//	                      nanoseconds (half the measuring round trip), in
+//	                      [0, 2^60]. Default 0.
 //	extra                 object, optional: free-form run metadata (tool
 //	                      versions, flags); readers keep it and ignore it.
 //
 // Record fields (one request each; times in integer nanoseconds since start,
-// which may be negative for a request sent before the recorded start):
+// which may be negative for a request sent before the recorded start, and
+// lie in [-2^60, 2^60], see "Accepted ranges"):
 //
 //	id           integer >= 1: the request's identifier, unique in the file.
 //	             Writers assign 1, 2, ... when it is 0; readers number records
@@ -43,7 +47,8 @@
 //	instance     string, optional: the target instance that answered.
 //	route        string, optional: the route the request was sent to, as the
 //	             policies name it (for example "/v1/search").
-//	cost         integer >= 1: the units the request asks the limiter for.
+//	cost         integer in [1, 2^40] (MaxCost, the largest capacity a limit
+//	             may have): the units the request asks the limiter for.
 //	             Default 1 when absent or 0.
 //	intended_ns  integer: when the load generator meant to send the request
 //	             (its schedule); equal to sent_ns when it has no schedule.
@@ -65,7 +70,8 @@
 //	             x-ratelimit-remaining, x-ratelimit-reset, x-ratelimit-used.
 //	decision_us  integer, optional: the limiter's own decision time when the
 //	             target reports it, in microseconds since the Unix epoch on
-//	             the limiter's clock. 0 or absent when not reported.
+//	             the limiter's clock, at most MaxDecisionUs (the year 2173).
+//	             0 or absent when not reported.
 //	phase        string, optional: the name of the traffic phase.
 //
 // Unknown fields are ignored, so later minor additions stay readable;
@@ -74,10 +80,50 @@
 // the format's definition, for anything unusual (escapes, floats, other
 // field spellings).
 //
+// # Accepted ranges
+//
+// Readers reject, with the file, line and field, a record or header whose
+// values lie outside these ranges, and Writer refuses to write one:
+//
+//	record times (intended_ns, sent_ns, received_ns)  [-2^60, 2^60] ns, about ±36.5 years
+//	received_ns - sent_ns                             >= 0
+//	cost                                              [1, 2^40]
+//	status                                            [0, 999]
+//	decision_us                                       [0, MaxDecisionUs]
+//	start                                             [1970-01-01, 2100-01-01) UTC
+//	clock_offset_ns                                   [-2^60, 2^60]
+//	clock_uncertainty_ns                              [0, 2^60]
+//
+// The reason is arithmetic, not taste. A check adds a record time to a
+// window or an emission period, to twice a window, and, to place a time in
+// the limiter's aligned windows, to the run's start as Unix nanoseconds, the
+// clock offset and its uncertainty. With the start before 2100 (below
+// 4.11·10^18 ns) and the other terms at most 2^60 (1.15·10^18 ns) each, the
+// largest such sum, 8.72·10^18, stays below the int64 maximum of
+// 9.22·10^18. A time near 2^63 ns would make these sums wrap around, and a
+// check would silently compare the wrong intervals. Limits and policies the
+// checker accepts must likewise keep their windows and periods within 2^60
+// ns. No real run comes near the bounds: 2^60 ns is 36.5 years.
+//
+// # Interrupted runs
+//
+// A Writer flushes its buffers and the gzip stream (a gzip sync flush) at
+// most FlushInterval (250 ms) after each Write, so that a run killed without
+// closing its history (SIGKILL, a crash, a power cut after the operating
+// system wrote the file) loses at most the last quarter second of records.
+// Such a history ends early: its gzip stream lacks its end, or its last line
+// holds part of a record. Readers read it up to the last whole record and
+// then return io.EOF as usual; their Truncated method then returns an error
+// wrapping ErrTruncated that names the line where the history ends, which
+// callers report next to their result. A history cut within its header
+// holds no record and is an error.
+//
 // # vegeta results
 //
 // VegetaReader maps the JSON results of vegeta (`vegeta encode --to json`,
 // one object per line with timestamp, latency in nanoseconds, code, url,
 // error and response headers) into records: sent is the timestamp relative
-// to the first result's, received is sent plus latency.
+// to the first result's, received is sent plus latency. Its records obey the
+// same accepted ranges: the first timestamp lies in [1970, 2100), every
+// other within 2^60 ns of it, and so does timestamp plus latency.
 package history

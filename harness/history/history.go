@@ -193,33 +193,93 @@ func isRateLimitHeader(lower string) bool {
 	return false
 }
 
-// Validate reports the first field of r that breaks the format, or nil.
+// Bounds on the values of a history. Every reader rejects a value outside
+// them, and the Writer refuses to write one, so that any sum a check of the
+// history computes stays inside an int64 of nanoseconds: the run's start as
+// Unix time (below 4.11·10^18 ns before MaxStart) plus a record time, the
+// clock offset, its uncertainty and one window or emission period (each at
+// most MaxTimeNs, 1.15·10^18 ns) stays below 8.72·10^18, under the int64
+// maximum of 9.22·10^18 with 5·10^17 ns to spare for the clock resolution.
+// Twice a window, or a time minus two windows, fits as well.
+const (
+	// MaxTimeNs bounds a record's times and the header's clock offset and
+	// uncertainty: each lies in [-MaxTimeNs, MaxTimeNs] nanoseconds, about
+	// ±36.5 years from the run's start.
+	MaxTimeNs = 1 << 60
+	// MaxCost is the most units a record may cost: 2^40, the largest
+	// capacity a limit may have (limiter.MaxCapacity), above which no limit
+	// could ever admit the request.
+	MaxCost = 1 << 40
+	// MaxDecisionUs bounds a record's decision_us: MaxStart plus twice
+	// MaxTimeNs, in microseconds since the Unix epoch (the year 2173).
+	MaxDecisionUs = maxStartUnix*1_000_000 + 2*MaxTimeNs/1000
+
+	maxStartUnix = 4_102_444_800 // 2100-01-01T00:00:00Z
+)
+
+// MinStart and MaxStart bound a header's start, inclusive and exclusive: a
+// run starts in [1970-01-01, 2100-01-01) UTC, so that its Unix time in
+// nanoseconds is between 0 and 2^61.83.
+var (
+	MinStart = time.Unix(0, 0).UTC()
+	MaxStart = time.Unix(maxStartUnix, 0).UTC()
+)
+
+// Validate reports the first field of r that breaks the format, or nil: a
+// cost outside [1, MaxCost] (0 is accepted as the default 1), a time outside
+// [-MaxTimeNs, MaxTimeNs], a received time before the sent time, a status
+// outside 0..999, an unknown outcome, or a decision time outside
+// [0, MaxDecisionUs]. The error is a *FormatError without file and line.
 func (r *Record) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return &FormatError{Field: field, Err: fmt.Errorf(format, args...)}
+	}
 	switch {
-	case r.Cost < 0:
-		return &FormatError{Field: "cost", Err: fmt.Errorf("%d is negative", r.Cost)}
+	case r.Cost < 0 || r.Cost > MaxCost:
+		return bad("cost", "%d is outside [1, %d]; a request costs at least 1 unit and at most the largest capacity a limit may have", r.Cost, int64(MaxCost))
+	case !inTimeRange(r.IntendedNs):
+		return timeRangeError("intended_ns", r.IntendedNs)
+	case !inTimeRange(r.SentNs):
+		return timeRangeError("sent_ns", r.SentNs)
+	case !inTimeRange(r.ReceivedNs):
+		return timeRangeError("received_ns", r.ReceivedNs)
 	case r.ReceivedNs < r.SentNs:
-		return &FormatError{Field: "received_ns", Err: fmt.Errorf("%d is before sent_ns %d", r.ReceivedNs, r.SentNs)}
+		return bad("received_ns", "%d is before sent_ns %d; a response cannot arrive before its request was sent", r.ReceivedNs, r.SentNs)
 	case r.Status < 0 || r.Status > 999:
-		return &FormatError{Field: "status", Err: fmt.Errorf("%d is not an HTTP status code", r.Status)}
+		return bad("status", "%d is not an HTTP status code (0 for no response, else 100..999)", r.Status)
 	case r.Outcome > Error:
-		return &FormatError{Field: "outcome", Err: fmt.Errorf("invalid outcome %d", r.Outcome)}
+		return bad("outcome", "invalid outcome %d", r.Outcome)
+	case r.DecisionUs < 0 || r.DecisionUs > MaxDecisionUs:
+		return bad("decision_us", "%d is outside [0, %d] µs since the Unix epoch (1970 to 2173); use 0 when the target reports none", r.DecisionUs, int64(MaxDecisionUs))
 	}
 	return nil
 }
 
+func inTimeRange(ns int64) bool { return ns >= -MaxTimeNs && ns <= MaxTimeNs }
+
+func timeRangeError(field string, ns int64) error {
+	return &FormatError{Field: field, Err: fmt.Errorf("%d ns is outside the accepted range of ±%d ns (about 36.5 years) from the run's start", ns, int64(MaxTimeNs))}
+}
+
 func (h *Header) validate() error {
-	if h.Format != Format {
-		return &FormatError{Line: 1, Field: "format", Err: fmt.Errorf("%q is not %q", h.Format, Format)}
+	bad := func(field, format string, args ...any) error {
+		return &FormatError{Line: 1, Field: field, Err: fmt.Errorf(format, args...)}
 	}
-	if h.Version != Version {
-		return &FormatError{Line: 1, Field: "version", Err: fmt.Errorf("version %d is not supported; this reader reads version %d", h.Version, Version)}
-	}
-	if h.Start.IsZero() {
-		return &FormatError{Line: 1, Field: "start", Err: errors.New("missing")}
-	}
-	if h.ClockUncertaintyNs < 0 {
-		return &FormatError{Line: 1, Field: "clock_uncertainty_ns", Err: fmt.Errorf("%d is negative", h.ClockUncertaintyNs)}
+	switch {
+	case h.Format != Format:
+		return bad("format", "%q is not %q", h.Format, Format)
+	case h.Version != Version:
+		return bad("version", "version %d is not supported; this reader reads version %d", h.Version, Version)
+	case h.Start.IsZero():
+		return bad("start", "missing")
+	case h.Start.Before(MinStart) || !h.Start.Before(MaxStart):
+		return bad("start", "%s is outside the accepted range [%s, %s)", h.Start.Format(time.RFC3339Nano), MinStart.Format(time.RFC3339), MaxStart.Format(time.RFC3339))
+	case h.ClockOffsetNs != nil && !inTimeRange(*h.ClockOffsetNs):
+		return bad("clock_offset_ns", "%d is outside the accepted range of ±%d ns", *h.ClockOffsetNs, int64(MaxTimeNs))
+	case h.ClockUncertaintyNs < 0:
+		return bad("clock_uncertainty_ns", "%d is negative", h.ClockUncertaintyNs)
+	case h.ClockUncertaintyNs > MaxTimeNs:
+		return bad("clock_uncertainty_ns", "%d is above the accepted maximum of %d ns", h.ClockUncertaintyNs, int64(MaxTimeNs))
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package history
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,36 +44,52 @@ type vegetaResult struct {
 // VegetaReader reads vegeta's JSON results as records. Sent times are
 // relative to the first result's timestamp (later lines may hold earlier
 // timestamps, giving negative times); vegeta records no schedule, so the
-// intended time equals the sent time. Record IDs are line numbers. It is not
-// safe for concurrent use.
+// intended time equals the sent time. Record IDs are line numbers. Every
+// record is validated as Reader validates them (Record.Validate): the first
+// timestamp must lie in [MinStart, MaxStart), every other within MaxTimeNs
+// of it, and timestamp plus latency too. Results that end early are read up
+// to the last whole one (see Truncated). It is not safe for concurrent use.
 type VegetaReader struct {
-	name    string
+	lines
 	cfg     VegetaConfig
-	br      *bufio.Reader
-	line    int
 	start   time.Time
-	pending *vegetaResult
+	pending bool
 	res     vegetaResult
 }
 
 // NewVegetaReader reads the first result of r (gzip compressed or not) to
-// fix the run's start and returns a reader for all of them. Errors are
-// *FormatError wrapping ErrFormat.
+// fix the run's start and returns a reader for all of them. Errors about the
+// input are *FormatError wrapping ErrFormat; a cfg.Cost outside [0, MaxCost]
+// is an error naming it.
 func NewVegetaReader(r io.Reader, name string, cfg VegetaConfig) (*VegetaReader, error) {
-	br, err := maybeGunzip(r)
-	if err != nil {
-		return nil, &FormatError{File: name, Line: 1, Err: fmt.Errorf("gzip: %w", err)}
+	if cfg.Cost < 0 || cfg.Cost > MaxCost {
+		return nil, fmt.Errorf("vegeta cost %d: want a whole number in [1, %d]", cfg.Cost, int64(MaxCost))
 	}
-	vr := &VegetaReader{name: name, cfg: cfg, br: br}
+	l, err := newLines(r, name)
+	if err != nil {
+		return nil, err
+	}
+	vr := &VegetaReader{lines: l, cfg: cfg}
 	if err := vr.decode(&vr.res); err != nil {
 		if err == io.EOF {
+			if t := vr.trunc; t != nil {
+				return nil, &FormatError{File: name, Line: max(vr.n, 1), Err: fmt.Errorf("no whole vegeta result: %w", t)}
+			}
 			return nil, &FormatError{File: name, Line: 1, Err: errors.New("no vegeta results")}
 		}
 		return nil, err
 	}
-	vr.start, vr.pending = vr.res.Timestamp, &vr.res
+	if ts := vr.res.Timestamp; ts.Before(MinStart) || !ts.Before(MaxStart) {
+		return nil, &FormatError{File: name, Line: vr.n, Field: "timestamp", Err: fmt.Errorf("%s is outside the accepted range [%s, %s)",
+			ts.Format(time.RFC3339Nano), MinStart.Format(time.RFC3339), MaxStart.Format(time.RFC3339))}
+	}
+	vr.start, vr.pending = vr.res.Timestamp, true
 	return vr, nil
 }
+
+// Truncated reports whether the results ended early, as Reader.Truncated
+// does for a history.
+func (r *VegetaReader) Truncated() error { return r.trunc }
 
 // Header returns a header whose Start is the first result's timestamp.
 func (r *VegetaReader) Header() Header {
@@ -84,56 +99,63 @@ func (r *VegetaReader) Header() Header {
 }
 
 func (r *VegetaReader) decode(res *vegetaResult) error {
-	for {
-		line, err := r.br.ReadBytes('\n')
-		if len(line) == 0 && err == io.EOF {
-			return io.EOF
-		}
-		if err != nil && err != io.EOF {
-			return &FormatError{File: r.name, Line: r.line + 1, Err: err}
-		}
-		r.line++
-		if len(line) <= 1 && (len(line) == 0 || line[0] == '\n') {
-			continue
-		}
-		*res = vegetaResult{}
-		if err := json.Unmarshal(line, res); err != nil {
-			return &FormatError{File: r.name, Line: r.line, Field: jsonFieldOf(err), Err: err}
-		}
-		if res.Timestamp.IsZero() {
-			return &FormatError{File: r.name, Line: r.line, Field: "timestamp", Err: errors.New("missing")}
-		}
-		if res.Latency < 0 {
-			return &FormatError{File: r.name, Line: r.line, Field: "latency", Err: fmt.Errorf("%d is negative", res.Latency)}
-		}
-		return nil
+	line, err := r.next()
+	if err != nil {
+		return err
 	}
+	*res = vegetaResult{}
+	if err := json.Unmarshal(line, res); err != nil {
+		if r.last && incomplete(line) {
+			return r.partial()
+		}
+		return &FormatError{File: r.name, Line: r.n, Field: jsonFieldOf(err), Err: err}
+	}
+	if res.Timestamp.IsZero() {
+		return &FormatError{File: r.name, Line: r.n, Field: "timestamp", Err: errors.New("missing")}
+	}
+	if res.Latency < 0 {
+		return &FormatError{File: r.name, Line: r.n, Field: "latency", Err: fmt.Errorf("%d is negative", res.Latency)}
+	}
+	return nil
 }
 
-// Read fills rec with the next result and returns io.EOF after the last one.
+// Read fills rec with the next result and returns io.EOF after the last
+// whole one.
 func (r *VegetaReader) Read(rec *Record) error {
-	res := r.pending
-	r.pending = nil
-	if res == nil {
-		res = &r.res
-		if err := r.decode(res); err != nil {
-			return err
-		}
+	res := &r.res
+	if r.pending {
+		r.pending = false
+	} else if err := r.decode(res); err != nil {
+		return err
+	}
+	bad := func(field string, err error) error {
+		return &FormatError{File: r.name, Line: r.n, Field: field, Err: err}
+	}
+	// Sub saturates at ±292 years, well beyond the accepted range.
+	sent := res.Timestamp.Sub(r.start).Nanoseconds()
+	if !inTimeRange(sent) {
+		return bad("timestamp", fmt.Errorf("%s is %v from the first result's %s, beyond the accepted ±%d ns (about 36.5 years)",
+			res.Timestamp.Format(time.RFC3339Nano), time.Duration(sent), r.start.Format(time.RFC3339Nano), int64(MaxTimeNs)))
+	}
+	if res.Latency > MaxTimeNs-sent {
+		return bad("latency", fmt.Errorf("%d ns, added to the request's time of %v after the first result, ends beyond the accepted %d ns (about 36.5 years)",
+			res.Latency, time.Duration(sent), int64(MaxTimeNs)))
 	}
 	h := http.Header(res.Headers)
 	headers := rec.Headers
 	clear(headers)
 	*rec = Record{
-		ID:      uint64(r.line),
-		Key:     res.URL,
-		Cost:    max(r.cfg.Cost, 1),
-		SentNs:  res.Timestamp.Sub(r.start).Nanoseconds(),
-		Status:  res.Code,
-		Outcome: OutcomeForStatus(res.Code),
-		Error:   res.Error,
-		Headers: headers,
+		ID:         uint64(r.n),
+		Key:        res.URL,
+		Cost:       max(r.cfg.Cost, 1),
+		IntendedNs: sent,
+		SentNs:     sent,
+		ReceivedNs: sent + res.Latency,
+		Status:     res.Code,
+		Outcome:    OutcomeForStatus(res.Code),
+		Error:      res.Error,
+		Headers:    headers,
 	}
-	rec.IntendedNs, rec.ReceivedNs = rec.SentNs, rec.SentNs+res.Latency
 	if u, err := url.Parse(res.URL); err == nil {
 		rec.Route = u.Path
 	}
@@ -148,8 +170,8 @@ func (r *VegetaReader) Read(rec *Record) error {
 	if r.cfg.CostHeader != "" {
 		if v := h.Get(r.cfg.CostHeader); v != "" {
 			c, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || c < 1 {
-				return &FormatError{File: r.name, Line: r.line, Field: "headers." + r.cfg.CostHeader, Err: fmt.Errorf("cost %q is not a whole number >= 1", v)}
+			if err != nil || c < 1 || c > MaxCost {
+				return bad("headers."+r.cfg.CostHeader, fmt.Errorf("cost %q is not a whole number in [1, %d]", v, int64(MaxCost)))
 			}
 			rec.Cost = c
 		}
@@ -163,6 +185,14 @@ func (r *VegetaReader) Read(rec *Record) error {
 			rec.Headers = make(map[string]string, 4)
 		}
 		rec.Headers[lower] = strings.Join(vs, ", ")
+	}
+	if err := rec.Validate(); err != nil {
+		fe := err.(*FormatError)
+		fe.File, fe.Line = r.name, r.n
+		if fe.Field == "status" {
+			fe.Field = "code"
+		}
+		return fe
 	}
 	return nil
 }
