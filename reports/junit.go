@@ -103,12 +103,3 @@ func proofText(r checker.Result) string {
 	}
 	return b.String()
 }
-
-// FormatNumber prints v without a fraction when it is whole and with at most
-// four significant decimals otherwise.
-func FormatNumber(v float64) string {
-	if v == float64(int64(v)) {
-		return fmt.Sprintf("%d", int64(v))
-	}
-	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.4f", v), "0"), ".")
-}

@@ -42,11 +42,3 @@ func TestWriteJUnit(t *testing.T) {
 		t.Fatal("a passing check has a failure element")
 	}
 }
-
-func TestFormatNumber(t *testing.T) {
-	for in, want := range map[float64]string{10: "10", 0.5: "0.5", 1.23456: "1.2346", 0: "0", -3: "-3"} {
-		if got := FormatNumber(in); got != want {
-			t.Errorf("FormatNumber(%v) = %q, want %q", in, got, want)
-		}
-	}
-}

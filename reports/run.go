@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/rlbench/rlbench/harness/checker"
 	"github.com/rlbench/rlbench/harness/history"
@@ -19,6 +20,7 @@ const (
 	SummaryFile = "summary.json"
 	RunFile     = "run.json"
 	ReportFile  = "report.html"
+	JUnitFile   = "junit.xml"
 )
 
 // Run is a run directory loaded for rendering: the verdicts of summary.json,
@@ -153,6 +155,59 @@ func WriteRunDir(dir string) error {
 		return fmt.Errorf("write report: %w", err)
 	}
 	return nil
+}
+
+// WriteRun writes the outputs of a run into the directory dir, which holds
+// its histories already: summary.json from s (its Generated set to now),
+// run.json from rec, junit.xml from s, then report.html rendered from them
+// (WriteRunDir). Errors are those of writing each file, and WriteRunDir's.
+func WriteRun(dir string, s *checker.Summary, rec *runrecord.RunRecord) error {
+	s.Generated = time.Now().UTC()
+	if err := s.WriteFile(filepath.Join(dir, SummaryFile)); err != nil {
+		return err
+	}
+	if err := rec.WriteFile(filepath.Join(dir, RunFile)); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, JUnitFile), func(w io.Writer) error { return WriteJUnit(w, s) }); err != nil {
+		return fmt.Errorf("write junit: %w", err)
+	}
+	if err := WriteRunDir(dir); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return nil
+}
+
+// AppendMarkdown appends WriteMarkdown's summary of s to the file at path,
+// creating it if need be: a CI job page's step summary, such as the file
+// GitHub Actions names in $GITHUB_STEP_SUMMARY. Errors are those of opening
+// and writing the file.
+func AppendMarkdown(path string, s *checker.Summary) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("step summary: %w", err)
+	}
+	if err := WriteMarkdown(f, s); err != nil {
+		f.Close()
+		return fmt.Errorf("step summary: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("step summary: %w", err)
+	}
+	return nil
+}
+
+// writeFile creates the file at path and fills it with write.
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // readAll feeds every record of src to d.

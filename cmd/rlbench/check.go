@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/rlbench/rlbench/harness/checker"
@@ -19,85 +18,78 @@ import (
 	"github.com/rlbench/rlbench/harness/runrecord"
 	"github.com/rlbench/rlbench/limiter"
 	"github.com/rlbench/rlbench/limiter/resilience"
+	"github.com/rlbench/rlbench/reports"
 )
 
 // checkCommand re-checks a saved history (rlbench's, or vegeta's JSON
 // results) against a policy, without contacting any target.
 type checkCommand struct{ stdout io.Writer }
 
-func (c *checkCommand) Usage() string {
-	return `Usage: rlbench check [flags] HISTORY
-
-Checks a recorded history against a rate-limit policy and prints one verdict
-per check. HISTORY is an rlbench history (.jsonl or .jsonl.gz) or, with
---format vegeta, the output of 'vegeta encode --to json'.
-
-Flags:
-  --policy SPEC           a limit in force, e.g. gcra:10/1s,burst=10 or
-                          fixed_window:100/1m; repeat for multi-limit policies.
-                          Default: the policies in the history's header.
-  --route ROUTE           a route the --policy limits apply to (a trailing *
-                          matches a prefix); repeat for several routes, which
-                          then share the limits' budgets. Default: all routes.
-  --tolerance F           slack for approximate algorithms, as a fraction of
-                          each limit's capacity (default 0)
-  --format rlbench|vegeta the history's format (default rlbench)
-  --key-header NAME       vegeta: the response header holding the key
-                          (default: the request URL)
-  --instance-header NAME  vegeta: the response header naming the instance
-  --cost N                vegeta: every request's cost (default 1)
-  --clock-offset D        the limiter's clock minus the harness's, e.g. 3ms;
-                          overrides the header (window alignment)
-  --clock-uncertainty D   the offset's uncertainty (default 0)
-  --resolution D          the limiter clock's resolution (default 1µs)
-  --trust-decision-time   narrow each request to the decision time the
-                          target reported (needs a known clock offset)
-  --expect-status LIST    5xx statuses the policy expects, e.g. 503
-  --summary FILE          also write summary.json (schema rlbench-summary/v1)
-
-Exit codes: 0 every check passed, 1 a check failed or its verdict is
-unknown, 2 invalid input or usage.
-`
+var checkHelp = help{
+	synopsis: "rlbench check [flags] HISTORY",
+	about: `Checks a recorded history against a rate-limit policy and prints one verdict
+per check, without contacting any target. HISTORY is an rlbench history
+(.jsonl or .jsonl.gz) or, with --format vegeta, the output of
+'vegeta encode --to json'. A history inside a run directory
+(DIR/NAME/history.jsonl.gz) is checked with the drill's fault windows from
+DIR/run.json, as the run checked it.`,
+	footer: `Exit codes: 0 every check passed, 1 a check failed or its verdict is
+unknown, 2 invalid input or usage.`,
 }
 
-// listFlag collects a repeatable string flag.
-type listFlag []string
+func (c *checkCommand) Usage() string { return checkHelp.text(new(checkFlags).flagSet()) }
 
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+// checkFlags are check's flags.
+type checkFlags struct {
+	policies, routes                listFlag
+	format, keyHeader, instHdr      string
+	summary, expect                 string
+	tolerance                       float64
+	trustDecision                   bool
+	cost                            int64
+	offset, uncertainty, resolution time.Duration
+}
+
+func (f *checkFlags) flagSet() *flag.FlagSet {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.Var(&f.policies, "policy", "hold the history to the limit `SPEC`, as in gcra:10/1s,burst=10 or fixed_window:100/1m; "+
+		"repeat for a multi-limit policy (default the policies in the history's header)")
+	fs.Var(&f.routes, "route", "apply the --policy limits to `ROUTE` (a trailing * matches a prefix); repeat for "+
+		"several routes, which then share the limits' budgets (default all routes)")
+	fs.Float64Var(&f.tolerance, "tolerance", 0, "allow approximate algorithms a slack of `FRACTION` of each limit's capacity")
+	fs.StringVar(&f.format, "format", "rlbench", "read the history as `FORMAT`: rlbench or vegeta")
+	fs.StringVar(&f.keyHeader, "key-header", "", "vegeta: read the key from the response header `NAME` (default the request URL)")
+	fs.StringVar(&f.instHdr, "instance-header", "", "vegeta: read the instance from the response header `NAME`")
+	fs.Int64Var(&f.cost, "cost", 1, "vegeta: charge every request `N` units")
+	fs.DurationVar(&f.offset, "clock-offset", 0, "the limiter's clock minus the harness's, as in 3ms; overrides the "+
+		"history's header (window alignment)")
+	fs.DurationVar(&f.uncertainty, "clock-uncertainty", 0, "the clock offset's uncertainty")
+	fs.DurationVar(&f.resolution, "resolution", checker.DefaultResolution, "the limiter clock's resolution")
+	fs.BoolVar(&f.trustDecision, "trust-decision-time", false, "narrow each request to the decision time the target "+
+		"reported (needs a known clock offset)")
+	fs.StringVar(&f.expect, "expect-status", "", "expect the 5xx statuses in `LIST`, comma-separated, as in 503 or 502,503")
+	fs.StringVar(&f.summary, "summary", "", "also write summary.json (schema rlbench-summary/v1) to `FILE`")
+	return fs
+}
 
 func (c *checkCommand) Run(_ context.Context, args []string) error {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var (
-		policies, routes                listFlag
-		format, keyHeader, instHdr      string
-		summary, expect                 string
-		tolerance                       float64
-		trustDecision                   bool
-		cost                            int64
-		offset, uncertainty, resolution time.Duration
-	)
-	fs.Var(&policies, "policy", "")
-	fs.Var(&routes, "route", "")
-	fs.Float64Var(&tolerance, "tolerance", 0, "")
-	fs.StringVar(&format, "format", "rlbench", "")
-	fs.StringVar(&keyHeader, "key-header", "", "")
-	fs.StringVar(&instHdr, "instance-header", "", "")
-	fs.Int64Var(&cost, "cost", 1, "")
-	fs.DurationVar(&offset, "clock-offset", 0, "")
-	fs.DurationVar(&uncertainty, "clock-uncertainty", 0, "")
-	fs.DurationVar(&resolution, "resolution", checker.DefaultResolution, "")
-	fs.BoolVar(&trustDecision, "trust-decision-time", false, "")
-	fs.StringVar(&expect, "expect-status", "", "")
-	fs.StringVar(&summary, "summary", "", "")
-	if err := fs.Parse(args); err != nil {
+	flags := &checkFlags{}
+	fs := flags.flagSet()
+	if err := parseArgs(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(c.stdout, c.Usage())
-			return err
 		}
-		return usagef("%v", err)
+		return err
 	}
+	var (
+		policies, routes                = flags.policies, flags.routes
+		format, keyHeader, instHdr      = flags.format, flags.keyHeader, flags.instHdr
+		summary, expect                 = flags.summary, flags.expect
+		tolerance                       = flags.tolerance
+		trustDecision                   = flags.trustDecision
+		cost                            = flags.cost
+		offset, uncertainty, resolution = flags.offset, flags.uncertainty, flags.resolution
+	)
 	if fs.NArg() != 1 {
 		return usagef("want exactly one HISTORY file, got %d arguments", fs.NArg())
 	}
@@ -169,14 +161,16 @@ func (c *checkCommand) Run(_ context.Context, args []string) error {
 	if rep.Records > 0 && rep.Unmatched == rep.Records {
 		return usagef("none of the %d records matches the policy's routes", rep.Records)
 	}
-	printReport(c.stdout, rep)
+	if err := reports.WriteText(c.stdout, rep); err != nil {
+		return err
+	}
 	if t, ok := src.(interface{ Truncated() error }); ok && t.Truncated() != nil {
 		fmt.Fprintf(c.stdout, "Note: %v (an interrupted run?); the verdict covers those records only.\n", t.Truncated())
 	}
 	if summary != "" {
 		s := checker.NewSummary(time.Now())
 		s.Add(filepath.Base(path), rep.Results)
-		if err := writeSummary(summary, s); err != nil {
+		if err := s.WriteFile(summary); err != nil {
 			return err
 		}
 	}
@@ -219,32 +213,4 @@ func (c *checkCommand) drillFromRun(historyPath, scenario string, p *checker.Pol
 		fmt.Fprintf(c.stdout, "Checking %s as the drill it was: %d fault windows from %s.\n\n", historyPath, len(faults.Windows), runPath)
 	}
 	return nil
-}
-
-func writeSummary(path string, s *checker.Summary) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("write summary: %w", err)
-	}
-	if err := s.Write(f); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write summary: %w", err)
-	}
-	return nil
-}
-
-// printReport writes the verdicts as an aligned table, then the totals.
-func printReport(w io.Writer, rep *checker.Report) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CHECK\tSCOPE\tVERDICT\tOBSERVED\tBOUND\tUNIT\tEXPLANATION")
-	for _, r := range rep.Results {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Scope, strings.ToUpper(string(r.Verdict)),
-			strconv.FormatFloat(r.Observed, 'f', -1, 64), strconv.FormatFloat(r.Bound, 'g', 6, 64), r.Unit, r.Explanation)
-	}
-	tw.Flush()
-	fmt.Fprintf(w, "\n%d records, %d keys: %d admitted, %d rejected, %d unknown (%d transport errors), %d unmatched by the policy. Verdict: %s\n",
-		rep.Records, rep.Keys, rep.Admitted, rep.Rejected, rep.Unknown, rep.TransportErrors, rep.Unmatched, strings.ToUpper(string(rep.Verdict())))
 }

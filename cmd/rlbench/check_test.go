@@ -103,6 +103,7 @@ func TestCheckCommand(t *testing.T) {
 		{"flag policy passes", []string{"--policy", "gcra:5/1s,burst=5", "--summary", summary, filepath.Join(dir, "pass.jsonl.gz")}, exitOK, "budget"},
 		{"over budget", []string{filepath.Join(dir, "fail.jsonl.gz")}, exitCheckFailed, "FAIL"},
 		{"looser policy", []string{"--policy", "gcra:6/1s,burst=6", filepath.Join(dir, "fail.jsonl.gz")}, exitOK, "Verdict: PASS"},
+		{"flags after the history", []string{filepath.Join(dir, "fail.jsonl.gz"), "--policy", "gcra:6/1s,burst=6"}, exitOK, "Verdict: PASS"},
 		{"vegeta passes", []string{"--format", "vegeta", "--instance-header", "X-Instance", "--policy", "gcra:5/1s,burst=5", filepath.Join(dir, "vegeta-pass.json")}, exitOK, "Verdict: PASS"},
 		{"vegeta over budget", []string{"--format", "vegeta", "--policy", "gcra:5/1s,burst=5", filepath.Join(dir, "vegeta-fail.json")}, exitCheckFailed, "7 units admitted"},
 		{"other route unmatched", []string{"--policy", "gcra:5/1s,burst=5", "--route", "/v2/*", filepath.Join(dir, "fail.jsonl.gz")}, exitInvalid, ""},

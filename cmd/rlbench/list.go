@@ -14,23 +14,24 @@ import (
 // listCommand lists the shipped scenarios.
 type listCommand struct{ stdout io.Writer }
 
-func (c *listCommand) Usage() string {
-	return `Usage: rlbench list
-
-Lists the scenarios shipped inside rlbench, which 'rlbench run NAME' runs from
-any directory, with what each proves.
-`
+var listHelp = help{
+	synopsis: "rlbench list",
+	about: `Lists the scenarios shipped inside rlbench, which 'rlbench run NAME' runs from
+any directory, with what each proves.`,
 }
 
+func (c *listCommand) Usage() string { return listHelp.text(c.flagSet()) }
+
+// flagSet is list's flag set: it has no flags of its own, only -h.
+func (c *listCommand) flagSet() *flag.FlagSet { return flag.NewFlagSet("list", flag.ContinueOnError) }
+
 func (c *listCommand) Run(_ context.Context, args []string) error {
-	fs := flag.NewFlagSet("list", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
+	fs := c.flagSet()
+	if err := parseArgs(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(c.stdout, c.Usage())
-			return err
 		}
-		return usagef("%v", err)
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usagef("list takes no arguments")

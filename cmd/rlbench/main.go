@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -71,12 +72,13 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		fmt.Fprint(stderr, mainUsage())
-		if len(args) == 0 {
-			return exitInvalid
-		}
-		return exitOK
+		return exitInvalid
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		return printHelp(args[1:], stderr)
 	}
 	newCmd, ok := commands[args[0]]
 	if !ok {
@@ -101,15 +103,43 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 }
 
+// printHelp prints the usage of rlbench, or of the command args names ("rlbench
+// help run"), on w.
+func printHelp(args []string, w io.Writer) int {
+	switch {
+	case len(args) == 0:
+		fmt.Fprint(w, mainUsage())
+		return exitOK
+	case len(args) > 1:
+		fmt.Fprintf(w, "rlbench help: name one command, not %d\n\n%s", len(args), mainUsage())
+		return exitInvalid
+	}
+	newCmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(w, "rlbench help: unknown command %q\n\n%s", args[0], mainUsage())
+		return exitInvalid
+	}
+	fmt.Fprint(w, newCmd().Usage())
+	return exitOK
+}
+
 func mainUsage() string {
 	names := make([]string, 0, len(commands))
 	for name := range commands {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	s := "Usage: rlbench COMMAND [flags] [args]\n\nCommands:\n"
+	var b strings.Builder
+	b.WriteString("Usage: rlbench COMMAND [flags] [args]\n\n" +
+		wrap("rlbench proves that an API rate limiter keeps its promise under load and faults.", usageWidth) +
+		"\nCommands:\n")
 	for _, name := range names {
-		s += fmt.Sprintf("  %-9s %s\n", name, summaries[name])
+		fmt.Fprintf(&b, "  %-9s %s\n", name, summaries[name])
 	}
-	return s + "\nRun 'rlbench COMMAND -h' for a command's flags.\nExit codes: 0 every check passed, 1 a check failed, 2 invalid input, usage or a run that could not complete.\n"
+	b.WriteString("\n" + wrap(`Run 'rlbench help COMMAND' or 'rlbench COMMAND -h' for a command's flags.
+Flags may come before or after the arguments; -- ends the flags.
+
+Exit codes: 0 every check passed, 1 a check failed, 2 invalid input, usage or
+a run that could not complete.`, usageWidth))
+	return b.String()
 }

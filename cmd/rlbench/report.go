@@ -16,34 +16,36 @@ import (
 // from its summary.json, run.json and histories alone.
 type reportCommand struct{ stdout io.Writer }
 
-func (c *reportCommand) Usage() string {
-	return `Usage: rlbench report [flags] DIR
-
-Renders DIR/report.html again from a saved run directory (the --out of
+var reportHelp = help{
+	synopsis: "rlbench report [flags] DIR",
+	about: `Renders DIR/report.html again from a saved run directory (the --out of
 'rlbench run'): summary.json, run.json and each scenario's history. The page
 is self-contained: it loads nothing from anywhere, reads offline and prints.
-The checks are not re-run; use 'rlbench check' for that.
-
-Flags:
-  --out FILE   where to write the report (default DIR/report.html; - for
-               standard output)
-
-Exit codes: 0 the report was written, 2 invalid input or usage.
-`
+The checks are not re-run; use 'rlbench check' for that.`,
+	footer: `Exit codes: 0 the report was written, 2 invalid input or usage.`,
 }
 
-func (c *reportCommand) Run(_ context.Context, args []string) error {
+// reportFlags are report's flags.
+type reportFlags struct{ out string }
+
+func (f *reportFlags) flagSet() *flag.FlagSet {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var out string
-	fs.StringVar(&out, "out", "", "")
-	if err := fs.Parse(args); err != nil {
+	fs.StringVar(&f.out, "out", "", "write the report to `FILE` instead of DIR/report.html; - for standard output")
+	return fs
+}
+
+func (c *reportCommand) Usage() string { return reportHelp.text(new(reportFlags).flagSet()) }
+
+func (c *reportCommand) Run(_ context.Context, args []string) error {
+	flags := &reportFlags{}
+	fs := flags.flagSet()
+	if err := parseArgs(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(c.stdout, c.Usage())
-			return err
 		}
-		return usagef("%v", err)
+		return err
 	}
+	out := flags.out
 	if fs.NArg() != 1 {
 		return usagef("want exactly one run directory, got %d arguments", fs.NArg())
 	}

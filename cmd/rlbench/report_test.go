@@ -35,6 +35,12 @@ func TestReportCommand(t *testing.T) {
 			stdout:   "elsewhere.html",
 		},
 		{
+			name:     "--out after DIR",
+			args:     func(dir string) []string { return []string{dir, "--out", filepath.Join(dir, "after.html")} },
+			wantFile: func(dir string) string { return filepath.Join(dir, "after.html") },
+			stdout:   "after.html",
+		},
+		{
 			name:   "--out -",
 			args:   func(dir string) []string { return []string{"--out", "-", dir} },
 			stdout: "<!DOCTYPE html>",

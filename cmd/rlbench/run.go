@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -28,77 +27,76 @@ import (
 // runCommand runs scenarios end to end and gates on their checks.
 type runCommand struct{ stdout, stderr io.Writer }
 
-func (c *runCommand) Usage() string {
-	return `Usage: rlbench run [flags] SCENARIO|DIR|NAME...
+// runFlags are run's flags.
+type runFlags struct {
+	out, provider, redisURL, binary string
+	claims                          listFlag
+}
 
-Runs each scenario: provisions Redis, starts the sample API instances, fires
+func (f *runFlags) flagSet() *flag.FlagSet {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.StringVar(&f.out, "out", "rlbench-out", "write the outputs into `DIR`")
+	fs.StringVar(&f.provider, "redis-provider", "", "run every scenario on a Redis from `PROVIDER` instead of its own: auto, process, docker, embedded or external")
+	fs.StringVar(&f.redisURL, "redis-url", "", "use the Redis at `URL` with --redis-provider external")
+	fs.StringVar(&f.binary, "binary", "", "run the instances from the rlbench executable at `PATH` (default this one)")
+	fs.Var(&f.claims, "claim", "hold the route to the limit in `ROUTE=SPEC` (as in /api/items=gcra:9/1m,burst=9) instead of "+
+		"the scenario's policies; repeat for several limits. The instances still enforce the scenario's: this checks a stricter promise")
+	return fs
+}
+
+var runHelp = help{
+	synopsis: "rlbench run [flags] SCENARIO|DIR|NAME...",
+	about: `Runs each scenario: provisions Redis, starts the sample API instances, fires
 the traffic phases, records every request, checks the history against the
 scenario's policies and writes, under --out:
 
-  summary.json   every scenario's checks (schema rlbench-summary/v1)
-  junit.xml      one test case per check, for CI systems
-  report.html    the report, readable offline
+  summary.json           every scenario's checks (schema rlbench-summary/v1)
+  run.json               what the run did (schema rlbench-run/v1)
+  junit.xml              one test case per check, for CI systems
+  report.html            the report, readable offline
   NAME/history.jsonl.gz  each scenario's recorded requests
 
+With $GITHUB_STEP_SUMMARY set, a Markdown summary is appended to that file.
 NAME is a shipped scenario (see 'rlbench list'); DIR runs every .yaml in it.
-
-Flags:
-  --out DIR             output directory (default rlbench-out)
-  --redis-provider P    override every scenario's Redis: auto, process,
-                        docker, embedded or external
-  --redis-url URL       the Redis of --redis-provider external
-  --binary PATH         the rlbench executable instances run (default: this one)
-  --claim ROUTE=SPEC    hold ROUTE to the limit SPEC instead of the scenario's
-                        policies (repeat for several limits); the instances
-                        still enforce the scenario's: checks a stricter promise
-
-A scenario whose peer limiter is not installed (scenarios/peers/) is
-reported as skipped, with how to install it, and counts as neither.
-
-Exit codes: 0 every check passed, 1 a check failed (or its verdict is
-unknown), 2 invalid input or a scenario that could not run.
-`
+A scenario whose peer limiter is not installed (scenarios/peers/) is reported
+as skipped, with how to install it, and counts as neither pass nor failure.`,
+	footer: `Exit codes: 0 every check passed, 1 a check failed (or its verdict is
+unknown), 2 invalid input or a scenario that could not run.`,
 }
 
+func (c *runCommand) Usage() string { return runHelp.text(new(runFlags).flagSet()) }
+
 func (c *runCommand) Run(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var out, prov, url, binary string
-	var claims listFlag
-	fs.Var(&claims, "claim", "")
-	fs.StringVar(&out, "out", "rlbench-out", "")
-	fs.StringVar(&prov, "redis-provider", "", "")
-	fs.StringVar(&url, "redis-url", "", "")
-	fs.StringVar(&binary, "binary", "", "")
-	if err := fs.Parse(args); err != nil {
+	f := &runFlags{}
+	fs := f.flagSet()
+	if err := parseArgs(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(c.stdout, c.Usage())
-			return err
 		}
-		return usagef("%v", err)
+		return err
 	}
 	if fs.NArg() == 0 {
 		return usagef("name at least one scenario file, directory or shipped scenario (rlbench list)")
 	}
-	provider := scenarios.Provider(prov)
+	provider := scenarios.Provider(f.provider)
 	switch provider {
 	case "", scenarios.ProviderAuto, scenarios.ProviderProcess, scenarios.ProviderDocker, scenarios.ProviderEmbedded:
 	case scenarios.ProviderExternal:
-		if url == "" {
+		if f.redisURL == "" {
 			return usagef("--redis-provider external needs --redis-url")
 		}
 	default:
-		return usagef("--redis-provider %q: use auto, process, docker, embedded or external", prov)
+		return usagef("--redis-provider %q: use auto, process, docker, embedded or external", f.provider)
 	}
 	claimed := map[string][]limiter.Limit{}
-	for _, c := range claims {
-		route, spec, ok := strings.Cut(c, "=")
+	for _, claim := range f.claims {
+		route, spec, ok := strings.Cut(claim, "=")
 		if !ok || !strings.HasPrefix(route, "/") {
-			return usagef("--claim %q: want ROUTE=SPEC, as in /api/items=gcra:9/1m,burst=9", c)
+			return usagef("--claim %q: want ROUTE=SPEC, as in /api/items=gcra:9/1m,burst=9", claim)
 		}
 		l, err := limiter.ParseLimit(spec)
 		if err != nil {
-			return usagef("--claim %q: %v", c, err)
+			return usagef("--claim %q: %v", claim, err)
 		}
 		claimed[route] = append(claimed[route], l)
 	}
@@ -113,11 +111,11 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 			return usagef("--claim %s: no scenario of this run has a limited route %s", route, route)
 		}
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return fmt.Errorf("output directory: %w", err)
 	}
 	r := runner.New(runner.Options{
-		OutDir: out, Binary: binary, Provider: provider, RedisURL: url, Claims: claimed,
+		OutDir: f.out, Binary: f.binary, Provider: provider, RedisURL: f.redisURL, Claims: claimed,
 		Progress: c.stderr, Log: c.stderr, Interactive: progress.Interactive(c.stderr),
 	})
 	start := time.Now()
@@ -149,14 +147,21 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 		}
 		summary.Add(sc.Name, o.Report.Results)
 		record.Scenarios = append(record.Scenarios, o.Record())
-		printReport(c.stdout, o.Report)
+		if err := reports.WriteText(c.stdout, o.Report); err != nil {
+			return err
+		}
 		fmt.Fprintln(c.stdout)
 	}
 	record.Meta.Duration = time.Since(start)
-	if err := writeOutputs(out, summary, record); err != nil {
+	if err := reports.WriteRun(f.out, summary, record); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "Verdict: %s. Summary, JUnit and report in %s\n", summary.Verdict, out)
+	if path := os.Getenv("GITHUB_STEP_SUMMARY"); path != "" {
+		if err := reports.AppendMarkdown(path, summary); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(c.stdout, "Verdict: %s. Summary, JUnit and report in %s\n", summary.Verdict, f.out)
 	switch {
 	case len(failedToRun) > 0:
 		return fmt.Errorf("%d of %d scenarios could not run (see above)", len(failedToRun), len(scs))
@@ -164,43 +169,4 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 		return errChecksFailed
 	}
 	return nil
-}
-
-// writeOutputs writes summary.json, run.json, junit.xml, report.html and,
-// when the CI system asks for one, the Markdown step summary.
-func writeOutputs(dir string, s *checker.Summary, record *runrecord.RunRecord) error {
-	s.Generated = time.Now().UTC()
-	if err := writeSummary(filepath.Join(dir, "summary.json"), s); err != nil {
-		return err
-	}
-	if err := createFile(filepath.Join(dir, "run.json"), record.Write); err != nil {
-		return err
-	}
-	if err := createFile(filepath.Join(dir, "junit.xml"), func(w io.Writer) error { return reports.WriteJUnit(w, s) }); err != nil {
-		return err
-	}
-	if err := reports.WriteRunDir(dir); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	if path := os.Getenv("GITHUB_STEP_SUMMARY"); path != "" {
-		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err != nil {
-			return fmt.Errorf("step summary: %w", err)
-		}
-		defer f.Close()
-		return reports.WriteMarkdown(f, s)
-	}
-	return nil
-}
-
-func createFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

@@ -20,10 +20,9 @@ import (
 // serveCommand runs one instance of the sample API.
 type serveCommand struct{ stdout, stderr io.Writer }
 
-func (c *serveCommand) Usage() string {
-	return `Usage: rlbench serve [flags]
-
-Runs one instance of the sample API (see sampleapi/). Everything an instance
+var serveHelp = help{
+	synopsis: "rlbench serve [flags]",
+	about: `Runs one instance of the sample API (see sampleapi/). Everything an instance
 runs with can live in one YAML file given with --config (sampleapi.Config:
 instance name, store, Redis URL, failure mode, store timeout, clock offset,
 faulty variant, limiter, routes and their policies, keys); rlbench run writes
@@ -31,38 +30,13 @@ one per instance. Several instances given the same Redis share one budget per
 key. With no --config the embedded default configuration is used, with demo
 keys demo-free-key, demo-pro-key and demo-bench-key. Once listening it prints
 "listening on HOST:PORT" on stdout; on SIGTERM or SIGINT it stops accepting
-and drains in-flight requests.
-
-Flags (each overrides the configuration file):
-  --addr HOST:PORT        listen address; port 0 picks a free port (default 127.0.0.1:8080)
-  --config FILE           YAML configuration (default: the embedded one)
-  --store redis|memory    where limiter state lives (default redis when a Redis URL is set, else memory)
-  --redis URL             Redis URL, as in redis://127.0.0.1:6379/0; client timeouts go in its
-                          query: ?dial_timeout=1s&read_timeout=200ms&max_retries=-1 (-1: no retry).
-                          A URL with a password is better kept out of the command line:
-                          put it in the file (redis:) or in $` + sampleapi.RedisURLEnv + `, read when
-                          neither this flag nor the file gives one
-  --postgres DSN          read API keys and plans from PostgreSQL instead of the configuration
-  --plan-refresh DURATION bound on plan staleness with --postgres (default 10s)
-  --instance NAME         name in the X-Instance header (default the host name)
-  --headers STYLES        RateLimit header styles: ietf, draft06, legacy, none, comma-separated
-  --shadow                decide and count, never reject
-  --failure-mode MODE     when the store fails: open, closed (503) or fallback (local share);
-                          unset: no resilience wrapper
-  --store-timeout DURATION  bound on each store call with --failure-mode (default 50ms)
-  --instances N           instances sharing the store, for the fallback's share (default 1)
-  --clock-offset DURATION shift this instance's own clock, to simulate skew
-  --faulty NAME           run a deliberately FAULTY limiter variant instead of the reference,
-                          for mutation testing of the checker (rlbench mutate): one of
-                          ` + strings.Join(faulty.Names(), ", ") + `;
-                          non-atomic takes its read-to-write delay as non-atomic:5ms
-  --shutdown-timeout DURATION  bound on the drain of in-flight requests (default 10s)
-  --limiter NAME          reference (default), or redis_rate: serve the configuration's
-                          extra_routes with go-redis/redis_rate on the Redis instead, a
-                          peer limiter that rlbench holds to its claim (harness/peers)
-  --log-level LEVEL       debug, info, warn or error (default info)
-`
+and drains in-flight requests. Each flag set overrides the configuration
+file. A Redis URL with a password is better kept off the command line: put it
+in the file (redis:) or in $` + sampleapi.RedisURLEnv + `, read when neither
+--redis nor the file gives one.`,
 }
+
+func (c *serveCommand) Usage() string { return serveHelp.text(new(serveFlags).flagSet()) }
 
 // serveFlags are the values of serve's flags.
 type serveFlags struct {
@@ -73,34 +47,41 @@ type serveFlags struct {
 	shadow                                                            bool
 }
 
+func (f *serveFlags) flagSet() *flag.FlagSet {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.StringVar(&f.addr, "addr", "", "listen on `HOST:PORT`; port 0 picks a free port (default 127.0.0.1:8080)")
+	fs.StringVar(&f.config, "config", "", "read the YAML configuration `FILE` (default the embedded one)")
+	fs.StringVar(&f.store, "store", "", "keep limiter state in `STORE`: redis or memory (default redis when --redis is set, else memory)")
+	fs.StringVar(&f.redis, "redis", "", "use the Redis at `URL`, as in redis://127.0.0.1:6379/0; client timeouts go in its "+
+		"query: ?dial_timeout=1s&read_timeout=200ms&max_retries=-1 (-1: no retry)")
+	fs.StringVar(&f.postgres, "postgres", "", "read API keys and plans from PostgreSQL at `DSN` instead of the configuration")
+	fs.DurationVar(&f.planRefresh, "plan-refresh", 0, "bound on plan staleness with --postgres (default 10s)")
+	fs.StringVar(&f.instance, "instance", "", "name the instance `NAME` in the X-Instance header (default the host name)")
+	fs.StringVar(&f.headers, "headers", "", "send RateLimit headers in `STYLES`, comma-separated: ietf, draft06, legacy or none")
+	fs.BoolVar(&f.shadow, "shadow", false, "decide and count, never reject")
+	fs.StringVar(&f.failureMode, "failure-mode", "", "the `MODE` when the store fails: open, closed (503) or "+
+		"fallback (local share); unset: no resilience wrapper")
+	fs.DurationVar(&f.storeTimeout, "store-timeout", 0, "bound on each store call with --failure-mode (default 50ms)")
+	fs.IntVar(&f.instances, "instances", 0, "count `N` instances sharing the store, for the fallback's share (default 1)")
+	fs.DurationVar(&f.clockOffset, "clock-offset", 0, "shift this instance's own clock, to simulate skew")
+	fs.StringVar(&f.faulty, "faulty", "", "run the deliberately FAULTY limiter variant `NAME` instead of the reference, "+
+		"for mutation testing of the checker (rlbench mutate): one of "+strings.Join(faulty.Names(), ", ")+
+		"; non-atomic takes its read-to-write delay as non-atomic:5ms")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 0, "bound on the drain of in-flight requests (default 10s)")
+	fs.StringVar(&f.limiter, "limiter", "reference", "serve with `LIMITER`: reference, or redis_rate to serve the "+
+		"configuration's extra_routes with go-redis/redis_rate on --redis instead, a peer limiter that rlbench "+
+		"holds to its claim (harness/peers)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log from `LEVEL` up: debug, info, warn or error")
+	return fs
+}
+
 // parse parses serve's command line; errors are usage errors. It is also
 // what the docker-compose test holds every service's command line to.
 func (c *serveCommand) parse(args []string) (*serveFlags, map[string]bool, error) {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	f := &serveFlags{}
-	fs.StringVar(&f.addr, "addr", "", "listen address")
-	fs.StringVar(&f.config, "config", "", "YAML configuration file")
-	fs.StringVar(&f.store, "store", "", "redis or memory")
-	fs.StringVar(&f.redis, "redis", "", "Redis URL")
-	fs.StringVar(&f.postgres, "postgres", "", "PostgreSQL DSN for API keys")
-	fs.DurationVar(&f.planRefresh, "plan-refresh", 0, "plan refresh interval")
-	fs.StringVar(&f.instance, "instance", "", "instance name")
-	fs.StringVar(&f.headers, "headers", "", "RateLimit header styles")
-	fs.BoolVar(&f.shadow, "shadow", false, "shadow mode")
-	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 0, "drain bound")
-	fs.StringVar(&f.logLevel, "log-level", "info", "log level")
-	fs.StringVar(&f.failureMode, "failure-mode", "", "open, closed or fallback")
-	fs.DurationVar(&f.storeTimeout, "store-timeout", 0, "store call bound")
-	fs.IntVar(&f.instances, "instances", 0, "instances sharing the store")
-	fs.DurationVar(&f.clockOffset, "clock-offset", 0, "clock shift")
-	fs.StringVar(&f.faulty, "faulty", "", "faulty limiter variant")
-	fs.StringVar(&f.limiter, "limiter", "reference", "reference or redis_rate")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, nil, err
-		}
-		return nil, nil, usagef("%v", err)
+	fs := f.flagSet()
+	if err := parseArgs(fs, args); err != nil {
+		return nil, nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, nil, usagef("unexpected argument %q; serve takes flags only", fs.Arg(0))

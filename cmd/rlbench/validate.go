@@ -13,24 +13,29 @@ import (
 // validateCommand parses and validates scenarios without running them.
 type validateCommand struct{ stdout io.Writer }
 
-func (c *validateCommand) Usage() string {
-	return `Usage: rlbench validate SCENARIO|DIR|NAME...
+var validateHelp = help{
+	synopsis: "rlbench validate SCENARIO|DIR|NAME...",
+	about: `Parses and validates scenario files strictly, as 'rlbench run' would, and
+runs nothing. An error names the file, the line and the field at fault.`,
+	footer: `Exit codes: 0 valid, 2 invalid.`,
+}
 
-Parses and validates scenario files strictly, as 'rlbench run' would, and
-runs nothing. An error names the file, the line and the field at fault.
-Exit codes: 0 valid, 2 invalid.
-`
+func (c *validateCommand) Usage() string {
+	return validateHelp.text(c.flagSet())
+}
+
+// flagSet is validate's flag set: it has no flags of its own, only -h.
+func (c *validateCommand) flagSet() *flag.FlagSet {
+	return flag.NewFlagSet("validate", flag.ContinueOnError)
 }
 
 func (c *validateCommand) Run(_ context.Context, args []string) error {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
+	fs := c.flagSet()
+	if err := parseArgs(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(c.stdout, c.Usage())
-			return err
 		}
-		return usagef("%v", err)
+		return err
 	}
 	if fs.NArg() == 0 {
 		return usagef("name at least one scenario file, directory or shipped scenario")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,12 +13,30 @@ import (
 // versionCommand prints the build's version, commit and Go version.
 type versionCommand struct{ stdout io.Writer }
 
-func (c *versionCommand) Usage() string { return "Usage: rlbench version\n" }
+var versionHelp = help{
+	synopsis: "rlbench version",
+	about:    "Prints the version and commit rlbench was built from, and the Go version.",
+}
+
+func (c *versionCommand) Usage() string {
+	return versionHelp.text(c.flagSet())
+}
+
+// flagSet is version's flag set: it has no flags of its own, only -h.
+func (c *versionCommand) flagSet() *flag.FlagSet {
+	return flag.NewFlagSet("version", flag.ContinueOnError)
+}
 
 func (c *versionCommand) Run(_ context.Context, args []string) error {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	if err := fs.Parse(args); err != nil {
+	fs := c.flagSet()
+	if err := parseArgs(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(c.stdout, c.Usage())
+		}
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("version takes no arguments")
 	}
 	fmt.Fprintf(c.stdout, "rlbench %s (commit %s, %s)\n", Version(), Commit(), runtime.Version())
 	return nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"time"
 )
 
@@ -87,4 +88,21 @@ func ReadSummary(r io.Reader) (*Summary, error) {
 		return nil, fmt.Errorf("read summary: schema %q is not %q", s.Schema, SummarySchema)
 	}
 	return &s, nil
+}
+
+// WriteFile writes s to the file at path (summary.json), replacing it.
+// Errors are those of creating and writing the file.
+func (s *Summary) WriteFile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write summary: %w", err)
+	}
+	if err := s.Write(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write summary: %w", err)
+	}
+	return nil
 }

@@ -191,3 +191,20 @@ func Read(rd io.Reader) (*RunRecord, error) {
 	}
 	return &r, nil
 }
+
+// WriteFile writes r to the file at path (run.json), replacing it. Errors
+// are those of creating and writing the file.
+func (r *RunRecord) WriteFile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write run record: %w", err)
+	}
+	if err := r.Write(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write run record: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// usageWidth is the column the usage texts wrap at.
+const usageWidth = 80
+
+// listFlag collects a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+// parseArgs parses args with fs, flags accepted before and after the
+// positional arguments (see flagsFirst). It returns flag.ErrHelp for -h or
+// --help and a usage error for anything else fs rejects.
+func parseArgs(fs *flag.FlagSet, args []string) error {
+	fs.SetOutput(io.Discard)
+	args, err := flagsFirst(fs, args)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usagef("%v", err)
+	}
+	return nil
+}
+
+// flagsFirst returns args reordered for fs.Parse, which stops at the first
+// positional argument: every flag, with its value, ahead of the positional
+// arguments, each group in its order. A flag is an argument that starts with
+// "-" and is more than "-"; it takes the next argument as its value unless
+// it carries one ("--out=DIR"), is a boolean flag of fs (IsBoolFlag) or is
+// unknown to fs (fs.Parse then reports it). "--" ends the flags: what
+// follows is positional, however it looks. The positional arguments follow a
+// "--" in the result, so that fs.Parse takes none of them for a flag. A flag
+// of fs that needs a value and has none is an error, which fs.Parse would
+// otherwise not see once a positional argument follows.
+func flagsFirst(fs *flag.FlagSet, args []string) ([]string, error) {
+	var flags, positional []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			positional = append(positional, args[i+1:]...)
+			i = len(args)
+		case len(a) < 2 || a[0] != '-':
+			positional = append(positional, a)
+		default:
+			flags = append(flags, a)
+			name := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+			if strings.Contains(name, "=") {
+				continue
+			}
+			f := fs.Lookup(name)
+			if f == nil || isBoolFlag(f) {
+				continue
+			}
+			if i+1 == len(args) {
+				return nil, fmt.Errorf("flag needs an argument: %s", a)
+			}
+			i++
+			flags = append(flags, args[i])
+		}
+	}
+	if len(positional) == 0 {
+		return flags, nil
+	}
+	return append(append(flags, "--"), positional...), nil
+}
+
+// isBoolFlag reports whether f takes no value, as flag.FlagSet decides it.
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// help is a subcommand's usage text, built around its flag set so that the
+// list of flags cannot drift from the flags themselves.
+type help struct {
+	// synopsis is the command line, as in "rlbench run [flags] SCENARIO...".
+	synopsis string
+	// about describes the command. Paragraphs are separated by a blank
+	// line and wrapped at usageWidth; a line that starts with a space is
+	// kept as written (examples, lists).
+	about string
+	// footer follows the flags, wrapped as about is: the exit codes.
+	footer string
+}
+
+// text returns the usage: the synopsis, the description, every flag of fs
+// with its argument name, usage and default, and the footer.
+func (h help) text(fs *flag.FlagSet) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Usage: %s\n", h.synopsis)
+	if h.about != "" {
+		b.WriteString("\n" + wrap(h.about, usageWidth))
+	}
+	if flags := flagList(fs); flags != "" {
+		b.WriteString("\nFlags:\n" + flags)
+	}
+	if h.footer != "" {
+		b.WriteString("\n" + wrap(h.footer, usageWidth))
+	}
+	return b.String()
+}
+
+// flagList formats fs's flags as flag.PrintDefaults does (in name order,
+// the argument name from the usage's back-quoted word or the flag's type,
+// the default when it is not the zero value) but in two columns, with a
+// double dash and the argument name in capitals, each usage wrapped at
+// usageWidth.
+func flagList(fs *flag.FlagSet) string {
+	type row struct{ left, usage string }
+	var rows []row
+	width := 0
+	fs.VisitAll(func(f *flag.Flag) {
+		arg, usage := flag.UnquoteUsage(f)
+		left := "  --" + f.Name
+		if arg != "" {
+			left += " " + strings.ToUpper(arg) // "duration" as DURATION, like the named ones
+		}
+		if !isZeroDefault(f) {
+			usage += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		rows = append(rows, row{left, usage})
+		width = max(width, len(left))
+	})
+	// Usages start in one column, unless a flag is so long that its usage
+	// would be squeezed: that one goes on the next line.
+	const maxLeft = 28
+	col := min(width, maxLeft) + 2
+	var b strings.Builder
+	for _, r := range rows {
+		lines := strings.Split(strings.TrimSuffix(wrapParagraph(r.usage, usageWidth-col), "\n"), "\n")
+		if len(r.left) > maxLeft {
+			b.WriteString(r.left + "\n")
+			b.WriteString(strings.Repeat(" ", col) + lines[0] + "\n")
+		} else {
+			b.WriteString(r.left + strings.Repeat(" ", col-len(r.left)) + lines[0] + "\n")
+		}
+		for _, l := range lines[1:] {
+			b.WriteString(strings.Repeat(" ", col) + l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// isZeroDefault reports whether f's default is its type's zero value, which
+// the usage does not mention.
+func isZeroDefault(f *flag.Flag) bool {
+	switch f.DefValue {
+	case "", "0", "0s", "false", "[]":
+		return true
+	}
+	return false
+}
+
+// wrap wraps each paragraph of text (paragraphs are separated by blank
+// lines) at width columns; lines that start with a space are kept as they
+// are.
+func wrap(text string, width int) string {
+	var b strings.Builder
+	var para []string
+	flush := func() {
+		if len(para) > 0 {
+			b.WriteString(wrapParagraph(strings.Join(para, " "), width))
+			para = nil
+		}
+	}
+	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		switch {
+		case strings.TrimSpace(line) == "":
+			flush()
+			b.WriteString("\n")
+		case line[0] == ' ':
+			flush()
+			b.WriteString(line + "\n")
+		default:
+			para = append(para, strings.TrimSpace(line))
+		}
+	}
+	flush()
+	return b.String()
+}
+
+// wrapParagraph fills words into lines of at most width columns (a longer
+// word has a line of its own), each ending in a newline.
+func wrapParagraph(s string, width int) string {
+	var b strings.Builder
+	n := 0
+	for _, w := range strings.Fields(s) {
+		switch {
+		case n == 0:
+		case n+1+len([]rune(w)) > width:
+			b.WriteString("\n")
+			n = 0
+		default:
+			b.WriteString(" ")
+			n++
+		}
+		b.WriteString(w)
+		n += len([]rune(w))
+	}
+	b.WriteString("\n")
+	return b.String()
+}

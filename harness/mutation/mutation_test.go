@@ -1,0 +1,217 @@
+//go:build unix
+
+package mutation
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlbench/rlbench/harness/checker"
+	"github.com/rlbench/rlbench/harness/redisserver"
+	"github.com/rlbench/rlbench/sampleapi/faulty"
+	mutationscenarios "github.com/rlbench/rlbench/scenarios/mutation"
+)
+
+// TestMutantsCoverEveryVariant: the suite runs every faulty variant, each
+// with a scenario, and names a check.
+func TestMutantsCoverEveryVariant(t *testing.T) {
+	var names []string
+	for _, m := range Mutants() {
+		names = append(names, m.Variant)
+		if m.Check == "" {
+			t.Errorf("%s names no check", m.Variant)
+		}
+		if _, err := mutationscenarios.Scenario(m.Variant); err != nil {
+			t.Errorf("%s: %v", m.Variant, err)
+		}
+		if got, ok := Lookup(m.Variant); !ok || got != m {
+			t.Errorf("Lookup(%q) = %+v, %v, want %+v", m.Variant, got, ok, m)
+		}
+	}
+	if !slices.Equal(names, faulty.Names()) {
+		t.Fatalf("mutants = %v, want faulty.Names() = %v", names, faulty.Names())
+	}
+	if _, ok := Lookup("atomic"); ok {
+		t.Error(`Lookup("atomic") found a variant`)
+	}
+}
+
+var (
+	pass       = []checker.Result{{Name: checker.CheckBudget, Verdict: checker.Pass}}
+	failBudget = []checker.Result{{Name: checker.CheckBudget, Verdict: checker.Fail}, {Name: checker.CheckRetryAfter, Verdict: checker.Pass}}
+	failOther  = []checker.Result{{Name: checker.CheckBudget, Verdict: checker.Pass}, {Name: checker.CheckRetryAfter, Verdict: checker.Fail}}
+	unknown    = []checker.Result{{Name: checker.CheckBudget, Verdict: checker.Unknown}}
+)
+
+func TestRowVerdicts(t *testing.T) {
+	m := Mutant{Variant: "v", Check: checker.CheckBudget}
+	for _, tc := range []struct {
+		name            string
+		r               Row
+		refPass, caught bool
+	}{
+		{"caught", Row{Mutant: m, Reference: pass, Variant: failBudget}, true, true},
+		{"another check failed", Row{Mutant: m, Reference: pass, Variant: failOther}, true, false},
+		{"unknown is not caught", Row{Mutant: m, Reference: pass, Variant: unknown}, true, false},
+		{"reference failed", Row{Mutant: m, Reference: failBudget, Variant: failBudget}, false, true},
+		{"variant could not run", Row{Mutant: m, Reference: pass, Variant: failBudget, VariantErr: errors.New("boom")}, true, false},
+		{"reference could not run", Row{Mutant: m, ReferenceErr: errors.New("boom"), Variant: failBudget}, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.r.ReferencePassed(); got != tc.refPass {
+				t.Errorf("ReferencePassed = %v, want %v", got, tc.refPass)
+			}
+			if got := tc.r.Caught(); got != tc.caught {
+				t.Errorf("Caught = %v, want %v", got, tc.caught)
+			}
+		})
+	}
+	if got, want := strings.Join(failed(append(failOther, unknown...)), ","), "retry-after,budget"; got != want {
+		t.Errorf("failed = %s, want %s", got, want)
+	}
+}
+
+// TestScoreText: the table, the score and the verdict line of a suite.
+func TestScoreText(t *testing.T) {
+	budget := Mutant{Variant: faulty.NonAtomic, Check: checker.CheckBudget}
+	retry := Mutant{Variant: faulty.RetryAfterShort, Check: checker.CheckRetryAfter}
+	tests := []struct {
+		name                          string
+		rows                          []*Row
+		caught, refFailed, incomplete int
+		passed                        bool
+		want                          []string
+	}{
+		{
+			name:   "every variant caught",
+			rows:   []*Row{{Mutant: budget, Reference: pass, Variant: failBudget}, {Mutant: retry, Reference: pass, Variant: failOther}},
+			caught: 2, passed: true,
+			want: []string{
+				"non-atomic pass FAIL budget yes budget",
+				"Mutation score: 2/2 variants caught by their intended check; 0 reference runs failed.",
+				"Verdict: pass: every variant caught by its check, every reference run passed.",
+			},
+		},
+		{
+			name:   "one missed, one reference failure",
+			rows:   []*Row{{Mutant: budget, Reference: failOther, Variant: failBudget}, {Mutant: retry, Reference: pass, Variant: pass}},
+			caught: 1, refFailed: 1,
+			want: []string{
+				"retry-after-short pass pass retry-after NO none",
+				"reference run of non-atomic failed: retry-after",
+				"Mutation score: 1/2 variants caught by their intended check; 1 reference runs failed.",
+				"Verdict: fail: 1 of 2 variants not caught, 1 reference runs failed.",
+			},
+		},
+		{
+			name:       "a run that could not complete",
+			rows:       []*Row{{Mutant: budget, Reference: pass, VariantErr: errors.New("no redis-server")}},
+			incomplete: 1,
+			want: []string{
+				"non-atomic pass error budget NO could not run",
+				"1 runs could not complete.",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &Score{Rows: tt.rows, Out: "out"}
+			if got := s.Caught(); got != tt.caught {
+				t.Errorf("Caught = %d, want %d", got, tt.caught)
+			}
+			if got := s.ReferenceFailures(); got != tt.refFailed {
+				t.Errorf("ReferenceFailures = %d, want %d", got, tt.refFailed)
+			}
+			if got := s.Incomplete(); got != tt.incomplete {
+				t.Errorf("Incomplete = %d, want %d", got, tt.incomplete)
+			}
+			if got := s.Passed(); got != tt.passed {
+				t.Errorf("Passed = %v, want %v", got, tt.passed)
+			}
+			var buf bytes.Buffer
+			if err := s.WriteText(&buf); err != nil {
+				t.Fatal(err)
+			}
+			text := squeeze(buf.String())
+			for _, want := range tt.want {
+				if !strings.Contains(text, want) {
+					t.Errorf("output lacks %q:\n%s", want, buf.String())
+				}
+			}
+			if strings.Contains(text, "Verdict:") && tt.incomplete > 0 {
+				t.Errorf("a verdict despite incomplete runs:\n%s", buf.String())
+			}
+		})
+	}
+}
+
+// TestFalseAlarmsText: the tally table and the total.
+func TestFalseAlarmsText(t *testing.T) {
+	fa := &FalseAlarms{Rounds: 3, Out: "out", Tallies: []Tally{
+		{Scenario: "quickstart"},
+		{Scenario: "overhead", Failures: 2, Checks: []string{"max-latency", "load-delivered"}},
+	}}
+	if got, want := fa.Total(), 2; got != want {
+		t.Fatalf("Total = %d, want %d", got, want)
+	}
+	var buf bytes.Buffer
+	if err := fa.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	text := squeeze(buf.String())
+	for _, want := range []string{
+		"SCENARIO RUNS FALSE FAILURES FAILED CHECKS",
+		"quickstart 3 0 -",
+		"overhead 3 2 max-latency, load-delivered",
+		"False failures: 2 in 6 reference runs (2 scenarios × 3). Runs in out.",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
+
+// squeeze turns the runs of spaces a tabwriter pads with into one space.
+func squeeze(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.Join(strings.Fields(l), " ")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestKeyTTLCheck: a key without a TTL fails the check; keys with one pass.
+func TestKeyTTLCheck(t *testing.T) {
+	s := redisserver.StartForTest(t)
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), DisableIdentity: true})
+	defer rdb.Close()
+	ctx := context.Background()
+	if err := rdb.Set(ctx, "rl:{a}:x", "1", time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := keyTTLCheck(ctx, s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Name != checkKeyTTL || res.Verdict != checker.Pass || res.Observed != 0 {
+		t.Fatalf("with a TTL: %+v, want a pass", res)
+	}
+	if err := rdb.Set(ctx, "rl:{b}:x", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err = keyTTLCheck(ctx, s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != checker.Fail || res.Observed != 1 || !strings.Contains(res.Explanation, "rl:{b}:x") {
+		t.Fatalf("without a TTL: %+v, want a failure naming rl:{b}:x", res)
+	}
+	rdb.Del(ctx, "rl:{b}:x") // the server's cleanup fails the test on a key without a TTL
+}
