@@ -16,8 +16,6 @@ import (
 	"github.com/rlbench/rlbench/harness/checker"
 	"github.com/rlbench/rlbench/harness/history"
 	"github.com/rlbench/rlbench/harness/runrecord"
-	"github.com/rlbench/rlbench/limiter"
-	"github.com/rlbench/rlbench/limiter/resilience"
 	"github.com/rlbench/rlbench/reports"
 )
 
@@ -106,9 +104,9 @@ func (c *checkCommand) Run(_ context.Context, args []string) error {
 		return usagef("--route needs --policy")
 	}
 	if len(policies) > 0 {
-		var limits []limiter.Limit
+		var limits []checker.Limit
 		for _, spec := range policies {
-			l, err := limiter.ParseLimit(spec)
+			l, err := checker.ParseLimit(spec)
 			if err != nil {
 				return usagef("--policy: %v", err)
 			}
@@ -202,12 +200,12 @@ func (c *checkCommand) drillFromRun(historyPath, scenario string, p *checker.Pol
 			continue
 		}
 		d := sc.Drill
-		faults := &checker.Faults{Mode: resilience.Mode(d.Mode), Instances: d.Instances, Timeout: d.Timeout, Slack: d.Slack, Recovery: d.Recovery}
+		faults := &checker.Faults{Mode: checker.FailureMode(d.Mode), Instances: d.Instances, Timeout: d.Timeout, Slack: d.Slack, Recovery: d.Recovery}
 		for _, w := range d.Windows {
 			faults.Windows = append(faults.Windows, checker.FaultWindow{Kind: w.Kind, FromNs: w.FromNs, ToNs: w.ToNs, Unavailable: w.Unavailable, LosesState: w.LosesState, Instance: w.Instance})
 		}
 		p.Faults = faults
-		if faults.Mode == resilience.FailClosed {
+		if faults.Mode == checker.FailClosed {
 			p.ExpectedStatuses = append(p.ExpectedStatuses, http.StatusServiceUnavailable)
 		}
 		fmt.Fprintf(c.stdout, "Checking %s as the drill it was: %d fault windows from %s.\n\n", historyPath, len(faults.Windows), runPath)

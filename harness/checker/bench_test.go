@@ -61,7 +61,7 @@ func BenchmarkCheck1M(b *testing.B) {
 		}
 		const n = 1_000_000
 		src := benchHistory(b, n, 1000, l)
-		p := Policy{Rules: []Rule{{Limits: []limiter.Limit{l}}}}
+		p := Policy{Rules: []Rule{{Limits: []Limit{mustLimit(b, spec)}}}}
 		b.Run(spec, func(b *testing.B) {
 			b.ReportAllocs()
 			var peak uint64
@@ -107,7 +107,7 @@ func BenchmarkCheckFile1M(b *testing.B) {
 		b.Fatal(err)
 	}
 	src = nil
-	p := Policy{Rules: []Rule{{Limits: []limiter.Limit{l}}}}
+	p := Policy{Rules: []Rule{{Limits: []Limit{mustLimit(b, l.Spec())}}}}
 	b.ReportAllocs()
 	for b.Loop() {
 		r, err := history.NewReader(bytes.NewReader(buf.Bytes()), "")
@@ -184,7 +184,7 @@ func BenchmarkCheck10M(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p := Policy{Rules: []Rule{{Limits: []limiter.Limit{l}}}}
+	p := Policy{Rules: []Rule{{Limits: []Limit{mustLimit(b, l.Spec())}}}}
 	var peak uint64
 	stop := make(chan struct{})
 	done := make(chan struct{})

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/harness/history"
-	"github.com/rlbench/rlbench/limiter"
 )
 
 // Verdict is a check's conclusion.
@@ -284,7 +283,7 @@ func checkDataset(d *dataset, p Policy, c clock) *Report {
 	// that applies it: a limiter keys state by identity and policy, so
 	// routes sharing a policy share its budget.
 	type limitUse struct {
-		lim   limiter.Limit
+		lim   Limit
 		rules []int32
 		tol   float64
 	}
@@ -343,16 +342,6 @@ func (r *run) groupByKey(idx []int32) {
 	copy(idx, sorted)
 }
 
-// limitModel is the check of one limit's model over one key's requests.
-type limitModel struct {
-	r     *run
-	lim   limiter.Limit
-	tol   float64 // tolerance in units: Rule.Tolerance × capacity
-	scope string
-	pass  bool // the per-request pass under way counts unknown outcomes as admitted
-	clean bool // the key group under way has no unknown outcomes
-}
-
 // finding is a model's tightest (or violating) interval in one key group.
 type finding struct {
 	found    bool
@@ -381,13 +370,11 @@ func (f finding) worse(g finding) bool {
 
 // checkLimit runs the model of lim over the records idx and returns its
 // budget results; per-record conclusions go to r.
-func (r *run) checkLimit(lim limiter.Limit, tol float64, idx []int32) []Result {
+func (r *run) checkLimit(lim Limit, tol float64, idx []int32) []Result {
 	reqs := r.d.reqs
 	r.groupByKey(idx)
-	m := &limitModel{r: r, lim: lim, tol: tol * float64(lim.Capacity()), scope: lim.String()}
-	if (lim.Algorithm == limiter.FixedWindow || lim.Algorithm == limiter.SlidingWindowCounter) && !r.clockKnown {
-		m.scope += ", window alignment unknown: at most 2× per window length"
-	}
+	c := &limitCheck{r: r, lim: lim, model: modelFor(lim, r.clockKnown), tol: tol * float64(lim.Capacity()), scope: lim.String()}
+	c.scope += c.model.note()
 	var worstKnown, worstAll finding
 	var ratio finding
 	var unknownDecides bool
@@ -399,27 +386,27 @@ func (r *run) checkLimit(lim limiter.Limit, tol float64, idx []int32) []Result {
 		g := idx[lo:hi]
 		lo = hi
 		hasUnknown := slices.ContainsFunc(g, func(i int32) bool { return reqs[i].outcome == history.Error && !reqs[i].undelivered })
-		m.clean = !hasUnknown
-		f := m.budget(g, false)
+		c.clean = !hasUnknown
+		f := c.budget(g, false)
 		if f.worse(worstKnown) {
 			worstKnown = f
 		}
 		if hasUnknown && !f.over {
-			if fa := m.budget(g, true); fa.over {
+			if fa := c.budget(g, true); fa.over {
 				unknownDecides = true
 				if fa.worse(worstAll) {
 					worstAll = fa
 				}
 			}
 		}
-		if lim.Algorithm == limiter.FixedWindow || lim.Algorithm == limiter.SlidingWindowCounter {
-			if f := m.rollingCount(g, false); f.worse(ratio) {
+		if c.model.boundaryBurst() {
+			if f := c.rollingCount(g); f.worse(ratio) {
 				ratio = f
 			}
 		}
-		m.perRequest(g, true)
+		c.perRequest(g, true)
 		if hasUnknown {
-			m.perRequest(g, false)
+			c.perRequest(g, false)
 		} else {
 			for _, i := range g {
 				if r.justified[i]&justAll != 0 {
@@ -428,27 +415,27 @@ func (r *run) checkLimit(lim limiter.Limit, tol float64, idx []int32) []Result {
 			}
 		}
 	}
-	res := Result{Name: CheckBudget, Scope: m.scope, Unit: "units", Verdict: Pass}
+	res := Result{Name: CheckBudget, Scope: c.scope, Unit: "units", Verdict: Pass}
 	switch {
 	case !worstKnown.found && !worstAll.found:
 		res.Explanation = "no admitted requests"
-		return append([]Result{res}, m.ratioResult(ratio)...)
+		return append([]Result{res}, c.ratioResult(ratio)...)
 	case worstKnown.over:
 		res.Verdict = Fail
 		res.Observed, res.Bound, res.Proof = float64(worstKnown.observed), worstKnown.bound, r.proof(worstKnown)
-		res.Explanation = fmt.Sprintf("key %q: %d units admitted %s, where %s allows %s", res.Proof.Key, worstKnown.observed, m.span(worstKnown), lim, fmtNum(worstKnown.bound))
+		res.Explanation = fmt.Sprintf("key %q: %d units admitted %s, where %s allows %s", res.Proof.Key, worstKnown.observed, span(worstKnown), lim, fmtNum(worstKnown.bound))
 	case unknownDecides:
 		res.Verdict = Unknown
 		res.Observed, res.Bound, res.Proof = float64(worstAll.observed), worstAll.bound, r.proof(worstAll)
-		res.Explanation = fmt.Sprintf("key %q: %d units %s if the requests of unknown outcome were admitted, where %s allows %s", res.Proof.Key, worstAll.observed, m.span(worstAll), lim, fmtNum(worstAll.bound))
+		res.Explanation = fmt.Sprintf("key %q: %d units %s if the requests of unknown outcome were admitted, where %s allows %s", res.Proof.Key, worstAll.observed, span(worstAll), lim, fmtNum(worstAll.bound))
 	default:
 		res.Observed, res.Bound, res.Proof = float64(worstKnown.observed), worstKnown.bound, r.proof(worstKnown)
-		res.Explanation = fmt.Sprintf("tightest: key %q, %d units %s of %s allowed", res.Proof.Key, worstKnown.observed, m.span(worstKnown), fmtNum(worstKnown.bound))
+		res.Explanation = fmt.Sprintf("tightest: key %q, %d units %s of %s allowed", res.Proof.Key, worstKnown.observed, span(worstKnown), fmtNum(worstKnown.bound))
 	}
-	return append([]Result{res}, m.ratioResult(ratio)...)
+	return append([]Result{res}, c.ratioResult(ratio)...)
 }
 
-func (m *limitModel) span(f finding) string {
+func span(f finding) string {
 	if f.window {
 		return fmt.Sprintf("in the window [%s, %s]", fmtNs(f.from), fmtNs(f.to))
 	}
@@ -457,97 +444,49 @@ func (m *limitModel) span(f finding) string {
 
 // ratioResult reports the largest count that must fall in a rolling window
 // as a ratio to the limit: up to 2 for a fixed window at a window edge, and
-// below 2 for the sliding window counter.
-func (m *limitModel) ratioResult(f finding) []Result {
-	if m.lim.Algorithm != limiter.FixedWindow && m.lim.Algorithm != limiter.SlidingWindowCounter {
+// below 2 for the sliding window counter. Models without windows that a
+// burst can straddle report none.
+func (c *limitCheck) ratioResult(f finding) []Result {
+	if !c.model.boundaryBurst() {
 		return nil
 	}
-	res := Result{Name: CheckBurstRatio, Scope: m.scope, Unit: "× limit", Bound: 2, Verdict: Pass}
+	res := Result{Name: CheckBurstRatio, Scope: c.scope, Unit: "× limit", Bound: 2, Verdict: Pass}
 	if !f.found {
 		res.Explanation = "no admitted requests"
 		return []Result{res}
 	}
-	res.Observed = float64(f.observed) / float64(m.lim.Capacity())
-	res.Proof = m.r.proof(f)
-	if f.observed > 2*m.lim.Capacity() {
+	res.Observed = float64(f.observed) / float64(c.lim.Capacity())
+	res.Proof = c.r.proof(f)
+	if f.observed > 2*c.lim.Capacity() {
 		res.Verdict = Fail
 	}
-	res.Explanation = fmt.Sprintf("key %q: %d units within %s, a window of %s", res.Proof.Key, f.observed, time.Duration(f.to-f.from), m.lim.Period)
+	res.Explanation = fmt.Sprintf("key %q: %d units within %s, a window of %s", res.Proof.Key, f.observed, time.Duration(f.to-f.from), c.lim.Period)
 	return []Result{res}
 }
 
-// budget finds the group's tightest interval under the limit's budget model,
-// counting unknown outcomes as admitted when withUnknown.
-func (m *limitModel) budget(g []int32, withUnknown bool) finding {
-	g = m.r.unfaulted(g)
-	switch m.lim.Algorithm {
-	case limiter.SlidingWindowLog:
-		return m.slidingLogBudget(g, withUnknown, m.lim.Capacity())
-	case limiter.FixedWindow, limiter.SlidingWindowCounter:
-		if !m.r.clockKnown {
-			// Unaligned: an interval shorter than a window meets at most two.
-			return m.slidingLogBudget(g, withUnknown, 2*m.lim.Capacity())
-		}
-		return m.windowBudget(g, withUnknown)
-	}
-	return m.bucketBudget(g, withUnknown)
+// rollingCount is the most units that must have been admitted within one
+// interval shorter than the limit's window: the boundary-burst ratio's
+// numerator.
+func (c *limitCheck) rollingCount(g []int32) finding {
+	return rollingBudget(c, g, false, c.lim.periodMicros()*1000, c.lim.Capacity())
+}
+
+// budget finds the group's tightest interval under the limit's model,
+// leaving out the requests made during faults, counting unknown outcomes as
+// admitted when withUnknown.
+func (c *limitCheck) budget(g []int32, withUnknown bool) finding {
+	return c.model.budget(c, c.r.unfaulted(g), withUnknown)
 }
 
 // perRequest derives, for every request of the group, what the limit's model
 // says: whether it may have rejected it, the ideal wait's bounds and the
-// remaining budget's upper bound. withUnknown selects the pass: with unknown
+// remaining budget's bounds. withUnknown selects the pass: with unknown
 // outcomes as admitted (justAll, waits) or not (justKnown).
-func (m *limitModel) perRequest(g []int32, withUnknown bool) {
-	m.pass = withUnknown
-	switch m.lim.Algorithm {
-	case limiter.SlidingWindowLog:
-		m.slidingLogRequests(g, withUnknown)
-	case limiter.FixedWindow, limiter.SlidingWindowCounter:
-		if !m.r.clockKnown {
-			m.slidingLogRequests(g, withUnknown)
-			return
-		}
-		m.windowRequests(g, withUnknown)
-	default:
-		m.bucketRequests(g, withUnknown)
-	}
+func (c *limitCheck) perRequest(g []int32, withUnknown bool) {
+	c.pass = withUnknown
+	c.model.room(c, g, withUnknown)
+	c.model.certain(c, g, withUnknown)
 }
-
-// markJustified records that the limit may have rejected request i.
-func (m *limitModel) markJustified(i int32, withUnknown bool) {
-	if withUnknown {
-		m.r.justified[i] |= justAll
-	} else {
-		m.r.justified[i] |= justKnown
-	}
-}
-
-// setWaits records this limit's bounds of request i's ideal wait. The pass
-// with unknown outcomes admitted gives the sound bounds (its room counts
-// them, its tokens do not); the other pass gives the bounds if the unknown
-// outcomes went the other way, and a group without unknowns gives both.
-// Limits combine by maximum: the ideal wait is the longest of them.
-func (m *limitModel) setWaits(i int32, lo, hi int64) {
-	r := m.r
-	if r.d.reqs[i].cost > m.lim.Capacity() { // no wait would ever admit it
-		hi = math.MaxInt64
-	}
-	if m.pass {
-		r.waitLo[i] = max(r.waitLo[i], lo)
-		r.waitHi[i] = max(r.waitHi[i], hi)
-	}
-	if !m.pass || m.clean {
-		r.waitLoU[i] = max(r.waitLoU[i], lo)
-		r.waitHiK[i] = max(r.waitHiK[i], hi)
-	}
-}
-
-func (m *limitModel) setRemaining(i int32, hi int64) { m.r.remHi[i] = min(m.r.remHi[i], hi) }
-
-// setRemainingLo records this limit's lower bound of the remaining budget an
-// admitted request was told of. The header reports the least remaining over
-// the limits, so the bounds combine by minimum; math.MinInt64 means none.
-func (m *limitModel) setRemainingLo(i int32, lo int64) { m.r.remLo[i] = min(m.r.remLo[i], lo) }
 
 // reportsRemaining reports whether q is an admission whose response carried
 // a remaining budget to check.
@@ -582,7 +521,6 @@ func (r *run) proof(f finding) *Proof {
 	return p
 }
 
-// admitted reports whether q counts as admitted in a pass.
 // unfaulted returns g without the requests made during faults, which the
 // budget does not judge (a fail-open admission is declared behaviour).
 func (r *run) unfaulted(g []int32) []int32 {
@@ -592,44 +530,8 @@ func (r *run) unfaulted(g []int32) []int32 {
 	return slices.DeleteFunc(slices.Clone(g), func(i int32) bool { return r.d.reqs[i].faulted })
 }
 
-// possibleAndJudged splits g, in the scratch buffers, into the requests
-// that may have been charged (P) and those whose decision is judged (R: the
-// rejections, and in the pass with unknown outcomes the admissions that
-// report a remaining budget).
-func (m *limitModel) possibleAndJudged(g []int32, withUnknown bool) (P, R []int32) {
-	reqs, sc := m.r.d.reqs, &m.r.sc
-	P, R = sc.c[:0], sc.d[:0]
-	for _, i := range g {
-		q := &reqs[i]
-		if mayBeCharged(q, withUnknown) {
-			P = append(P, i)
-		}
-		if judged(q, withUnknown) {
-			R = append(R, i)
-		}
-	}
-	sc.c, sc.d = P, R
-	return P, R
-}
-
-// sureAndJudged is possibleAndJudged's other side: the requests surely
-// charged in the opposite pass (A) and the judged ones (Q).
-func (m *limitModel) sureAndJudged(g []int32, withUnknown bool) (A, Q []int32) {
-	reqs, sc := m.r.d.reqs, &m.r.sc
-	A, Q = sc.a[:0], sc.b[:0]
-	for _, i := range g {
-		q := &reqs[i]
-		if surelyCharged(q, !withUnknown) {
-			A = append(A, i)
-		}
-		if judged(q, withUnknown) {
-			Q = append(Q, i)
-		}
-	}
-	sc.a, sc.b = A, Q
-	return A, Q
-}
-
+// judged reports whether q's decision is judged in a pass: a rejection, or
+// (withUnknown) an admission that reports a remaining budget.
 func judged(q *request, withUnknown bool) bool {
 	return q.outcome == history.Rejected || withUnknown && reportsRemaining(q)
 }
@@ -645,6 +547,7 @@ func surelyCharged(q *request, withUnknown bool) bool {
 	return !q.faulted && admitted(q, withUnknown)
 }
 
+// admitted reports whether q counts as admitted in a pass.
 func admitted(q *request, withUnknown bool) bool {
 	return q.outcome == history.Admitted || withUnknown && q.outcome == history.Error && !q.undelivered
 }

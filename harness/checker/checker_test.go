@@ -570,8 +570,8 @@ func TestPolicyRoutes(t *testing.T) {
 		h.add("k", 0, ms(1), adm, func(r *history.Record) { r.Route = "/b/1" })
 	}
 	p := Policy{Rules: []Rule{
-		{Route: "/a", Limits: []limiter.Limit{mustLimit(t, "gcra:10/1s,burst=10")}},
-		{Route: "/b/*", Limits: []limiter.Limit{mustLimit(t, "gcra:10/1s,burst=10")}},
+		{Route: "/a", Limits: []Limit{mustLimit(t, "gcra:10/1s,burst=10")}},
+		{Route: "/b/*", Limits: []Limit{mustLimit(t, "gcra:10/1s,burst=10")}},
 	}}
 	rep, err := Check(h.source(), p)
 	if err != nil {
@@ -645,8 +645,8 @@ func TestPolicyKeysAndCosts(t *testing.T) {
 		h.add("pro-1", 0, ms(1), adm)
 	}
 	p := Policy{Rules: []Rule{
-		{Key: "free-*", Limits: []limiter.Limit{mustLimit(t, "gcra:3/1s,burst=3")}},
-		{Key: "pro-*", Cost: 2, Limits: []limiter.Limit{mustLimit(t, "gcra:10/1s,burst=10")}},
+		{Key: "free-*", Limits: []Limit{mustLimit(t, "gcra:3/1s,burst=3")}},
+		{Key: "pro-*", Cost: 2, Limits: []Limit{mustLimit(t, "gcra:10/1s,burst=10")}},
 	}}
 	rep, err := Check(h.source(), p)
 	if err != nil {
@@ -750,7 +750,7 @@ func TestSlidingCounterUnalignedRejection(t *testing.T) {
 func TestClockResolution(t *testing.T) {
 	for _, spec := range []string{"gcra:1/1ms,burst=1", "token_bucket:1/1ms,burst=1", "sliding_window_log:1/1ms"} {
 		t.Run(spec, func(t *testing.T) {
-			l := mustLimit(t, spec)
+			l := mustRefLimit(t, spec)
 			store := limiter.NewMemoryStore()
 			var h hist
 			for _, d := range []time.Duration{999, time.Millisecond} { // 999 ns reads as 0 µs
@@ -763,7 +763,7 @@ func TestClockResolution(t *testing.T) {
 			if got := result(t, h.check(t, spec), CheckBudget).Verdict; got != Pass {
 				t.Errorf("budget = %s, want pass", got)
 			}
-			rep, err := Check(h.source(), Policy{Rules: []Rule{{Limits: []limiter.Limit{l}}}, Resolution: time.Nanosecond})
+			rep, err := Check(h.source(), Policy{Rules: []Rule{{Limits: []Limit{mustLimit(t, spec)}}}, Resolution: time.Nanosecond})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -782,7 +782,7 @@ func TestTrustDecisionTime(t *testing.T) {
 	h.add("k", 0, 2*time.Second, adm, func(r *history.Record) { r.DecisionUs = epoch.Add(time.Hour).UnixMicro() }) // outside its interval: ignored
 	l := mustLimit(t, "gcra:1/1s,burst=1")
 	for _, trust := range []bool{false, true} {
-		rep, err := Check(h.source(), Policy{Rules: []Rule{{Limits: []limiter.Limit{l}}}, TrustDecisionTime: trust})
+		rep, err := Check(h.source(), Policy{Rules: []Rule{{Limits: []Limit{l}}}, TrustDecisionTime: trust})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -50,4 +50,41 @@
 // The GCRA and token-bucket bounds follow the GCRA's definition (ATM Forum
 // Traffic Management 4.0, §4.4.2): a conforming stream of cost S over any
 // interval of length t satisfies S <= B + t/T.
+//
+// # Policies, read independently
+//
+// The checker judges the reference limiter as much as any other, so it
+// shares no code with it. A Policy is rules of limits (Limit) that the
+// checker parses itself (ParseLimit, PolicyFromHeader) from the policy
+// syntax scenario files, the history's header and the command line use:
+// "gcra:20/1s,burst=10", "fixed_window:12/30d,name=month". A test holds
+// ParseLimit and the limiter's parser to one meaning on every policy of the
+// shipped scenarios and on the syntax's edge cases, including what both
+// reject. A drill's fallback share is derived here too, from the declared
+// number of instances (Faults.Instances).
+//
+// # One model per algorithm and policy form
+//
+// modelFor chooses, once per limit, the model every check then asks; no
+// other code reads a limit's algorithm to decide a computation. One file
+// each:
+//
+//   - bucketModel (bucket.go): token bucket, GCRA, leaky bucket as a meter;
+//   - slidingLogModel (slidinglog.go): sliding window log;
+//   - fixedWindowModel (fixedwindow.go): fixed windows placed through the
+//     known clock offset;
+//   - slidingCounterModel (slidingcounter.go): the sliding window counter's
+//     weighted estimate over those windows;
+//   - unalignedWindowModel (unaligned.go): either when no offset is known.
+//
+// A model gives the budget bound and the tightest interval under it; per
+// judged request, what may have been charged before it (the false-rejection
+// test, the ideal wait's upper bound, the remaining budget's lower bound)
+// and what surely was (the wait's lower bound, the remaining budget's upper
+// bound); whether window boundaries allow a burst (the boundary-burst
+// ratio); a full refill (the bound of RateLimit reset); and an instance's
+// fallback share over a fault. The tolerance of approximate algorithms
+// (Rule.Tolerance) loosens each bound by that fraction of the capacity.
+// Adding an algorithm or a policy form is one new model in its own file and
+// one case in modelFor; window.go holds the sweeps the window models share.
 package checker

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/harness/history"
-	"github.com/rlbench/rlbench/limiter"
 )
 
 // The checks near the edges of the accepted ranges (history.MaxTimeNs,
@@ -130,11 +129,11 @@ func TestEdgeOfAcceptedRanges(t *testing.T) {
 		{"earliest start, earliest times, offset unknown", history.MinStart, nil, 0, -1},
 	}
 	for _, set := range edgeSets {
-		l, err := limiter.ParseLimit(set.spec)
+		l, err := ParseLimit(set.spec)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := Policy{Rules: []Rule{{Limits: []limiter.Limit{l}}}}
+		p := Policy{Rules: []Rule{{Limits: []Limit{l}}}}
 		for _, v := range variants {
 			h := history.NewHeader(v.start)
 			h.ClockOffsetNs, h.ClockUncertaintyNs = v.offset, v.unc
@@ -145,7 +144,7 @@ func TestEdgeOfAcceptedRanges(t *testing.T) {
 			// Over one limit, or over two windows' worth when the windows'
 			// place is unknown (at most 2× per window length).
 			over := int64(11)
-			if l.Algorithm.IsWindow() && l.Algorithm != limiter.SlidingWindowLog && v.offset == nil {
+			if l.Algorithm.window() && l.Algorithm != SlidingWindowLog && v.offset == nil {
 				over = 21
 			}
 			near := phase

@@ -7,14 +7,29 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/harness/history"
-	"github.com/rlbench/rlbench/limiter"
-	"github.com/rlbench/rlbench/limiter/resilience"
 )
 
 // Fault check names.
 const (
 	CheckFaultLatency = "fault-latency"
 	CheckFailureMode  = "failure-mode"
+)
+
+// FailureMode is the behaviour a target declares for when its limiter's
+// shared store fails (dies, pauses, or answers later than its timeout).
+type FailureMode string
+
+const (
+	// FailOpen admits every request.
+	FailOpen FailureMode = "open"
+	// FailClosed answers every request 503 with a Retry-After (RFC 9110
+	// §15.6.4): no limit was exceeded, the service is unavailable.
+	FailClosed FailureMode = "closed"
+	// Fallback decides every request on each instance alone, holding it to
+	// its share of every limit: the rate, burst and window limits divided by
+	// Faults.Instances, rounded down but at least 1, so that the instances
+	// together stay within the shared limit.
+	Fallback FailureMode = "fallback"
 )
 
 // FaultWindow is a fault injected during the run, in ns since the
@@ -43,9 +58,9 @@ type Faults struct {
 	Windows []FaultWindow
 	// Mode is the declared failure mode: "open", "closed", "fallback", or
 	// empty when none is declared (no failure-mode check).
-	Mode resilience.Mode
+	Mode FailureMode
 	// Instances is the number of instances sharing the budget; Fallback
-	// holds each to its share (resilience.Share).
+	// holds each to its share of it.
 	Instances int
 	// Timeout is the store timeout and Slack what a request may take beyond
 	// it during a fault (network, queueing, the generator's own delays).
@@ -183,21 +198,21 @@ func failureMode(d *dataset, p Policy, f *Faults, w FaultWindow, to int64, scope
 	}
 	var want string
 	switch f.Mode {
-	case resilience.FailOpen:
+	case FailOpen:
 		want = "admitted (fail-open)"
 		for _, i := range inside {
 			if q := &d.reqs[i]; q.outcome != history.Admitted {
 				bad = append(bad, i)
 			}
 		}
-	case resilience.FailClosed:
+	case FailClosed:
 		want = "503 with a Retry-After (fail-closed)"
 		for _, i := range inside {
 			if q := &d.reqs[i]; q.status != http.StatusServiceUnavailable || q.retryAfter < 1 {
 				bad = append(bad, i)
 			}
 		}
-	case resilience.Fallback:
+	case Fallback:
 		want = fmt.Sprintf("within each instance's 1/%d share of the budget (fallback)", max(f.Instances, 1))
 		bad = fallbackExcess(d, p, f, inside, to-w.FromNs)
 	}
@@ -221,13 +236,20 @@ func failureMode(d *dataset, p Policy, f *Faults, w FaultWindow, to int64, scope
 
 // fallbackExcess returns the admissions beyond an instance's local share:
 // per key, instance and limit, the units admitted during the fault may not
-// exceed the share's capacity plus its rate over the fault's length.
+// exceed what the share admits over the fault's length from a full budget
+// (model.fallbackBound).
 func fallbackExcess(d *dataset, p Policy, f *Faults, inside []int32, length int64) []int32 {
 	type slot struct {
 		key, inst uint32
-		lim       limiter.Limit
+		lim       Limit
 	}
 	used := map[slot]int64{}
+	bounds := map[Limit]float64{}
+	for _, rule := range p.Rules {
+		for _, l := range rule.Limits {
+			bounds[l] = modelFor(l, true).fallbackBound(f.Instances, length)
+		}
+	}
 	var bad []int32
 	for _, i := range inside {
 		q := &d.reqs[i]
@@ -243,10 +265,9 @@ func fallbackExcess(d *dataset, p Policy, f *Faults, inside []int32, length int6
 				continue
 			}
 			for _, l := range rule.Limits {
-				share := resilience.Share(l, f.Instances)
 				s := slot{q.key, q.inst, l}
 				used[s] += q.cost
-				if float64(used[s]) > shareBound(share, length) {
+				if float64(used[s]) > bounds[l] {
 					bad = append(bad, i)
 				}
 			}
@@ -254,17 +275,6 @@ func fallbackExcess(d *dataset, p Policy, f *Faults, inside []int32, length int6
 		}
 	}
 	return bad
-}
-
-// shareBound is the most units a limit admits over length ns from a full
-// budget: its capacity, plus its refill (buckets) or one more window's
-// limit per window begun (windows).
-func shareBound(l limiter.Limit, length int64) float64 {
-	if l.Algorithm.IsWindow() {
-		windows := length/int64(l.Period) + 2 // the partial windows at both ends
-		return float64(windows) * l.Rate
-	}
-	return float64(l.Burst) + l.Rate*float64(length)/float64(l.Period)
 }
 
 func proofOf(d *dataset, idx []int32) *Proof {

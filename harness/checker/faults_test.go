@@ -5,21 +5,19 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/harness/history"
-	"github.com/rlbench/rlbench/limiter"
-	"github.com/rlbench/rlbench/limiter/resilience"
 )
 
 // checkFaults runs the checker with one rule of spec and the given faults.
 func (h *hist) checkFaults(t *testing.T, spec string, f *Faults) *Report {
 	t.Helper()
-	rep, err := Check(h.source(), Policy{Rules: []Rule{{Limits: []limiter.Limit{mustLimit(t, spec)}}}, Faults: f})
+	rep, err := Check(h.source(), Policy{Rules: []Rule{{Limits: []Limit{mustLimit(t, spec)}}}, Faults: f})
 	if err != nil {
 		t.Fatalf("Check: %v", err)
 	}
 	return rep
 }
 
-func drill(mode resilience.Mode, kind string, from, to time.Duration, losesState bool) *Faults {
+func drill(mode FailureMode, kind string, from, to time.Duration, losesState bool) *Faults {
 	return &Faults{
 		Windows: []FaultWindow{{Kind: kind, FromNs: int64(from), ToNs: int64(to), Unavailable: true, LosesState: losesState}},
 		Mode:    mode, Instances: 2, Timeout: 50 * time.Millisecond, Slack: 50 * time.Millisecond, Recovery: 500 * time.Millisecond,
@@ -52,7 +50,7 @@ func TestFaultChecks(t *testing.T) {
 			build: func(h *hist) {
 				h.steady("k", 0, 3*time.Second, admitted) // 10/s: within fail-open from 1s to 2s
 			},
-			faults: drill(resilience.FailOpen, "redis_kill", time.Second, 2*time.Second, true),
+			faults: drill(FailOpen, "redis_kill", time.Second, 2*time.Second, true),
 			want:   map[string]Verdict{CheckFaultLatency: Pass, CheckFailureMode: Pass},
 			// Outside the fault zone: 10 admissions in [0,1s) exceed 5 + 5/s·1s?
 			// No: 10 requests in 0.9 s with burst 5 and 5/s allow 5+4.5: fails.
@@ -65,7 +63,7 @@ func TestFaultChecks(t *testing.T) {
 					return history.Rejected, []func(*history.Record){retryAfter(1)}
 				})
 			},
-			faults:     drill(resilience.FailClosed, "redis_pause", time.Second, 2*time.Second, false),
+			faults:     drill(FailClosed, "redis_pause", time.Second, 2*time.Second, false),
 			want:       map[string]Verdict{CheckFaultLatency: Pass, CheckFailureMode: Fail},
 			wantBudget: Pass,
 		},
@@ -76,7 +74,7 @@ func TestFaultChecks(t *testing.T) {
 					return history.Error, []func(*history.Record){status(503), retryAfter(1)}
 				})
 			},
-			faults:     drill(resilience.FailClosed, "redis_pause", time.Second, 2*time.Second, false),
+			faults:     drill(FailClosed, "redis_pause", time.Second, 2*time.Second, false),
 			want:       map[string]Verdict{CheckFaultLatency: Pass, CheckFailureMode: Pass},
 			wantBudget: Pass,
 		},
@@ -88,7 +86,7 @@ func TestFaultChecks(t *testing.T) {
 				h.add("k", 1100*time.Millisecond, 2*time.Second, history.Admitted)
 				h.add("k", 1200*time.Millisecond, 2*time.Second, history.Admitted)
 			},
-			faults:     drill(resilience.FailOpen, "redis_pause", time.Second, 2*time.Second, false),
+			faults:     drill(FailOpen, "redis_pause", time.Second, 2*time.Second, false),
 			want:       map[string]Verdict{CheckFaultLatency: Fail, CheckFailureMode: Pass},
 			wantBudget: Pass,
 		},
@@ -103,7 +101,7 @@ func TestFaultChecks(t *testing.T) {
 					h.add("k", at, at+time.Millisecond, history.Admitted, inst("b"))
 				}
 			},
-			faults:     drill(resilience.Fallback, "redis_kill", time.Second, 2*time.Second, true),
+			faults:     drill(Fallback, "redis_kill", time.Second, 2*time.Second, true),
 			want:       map[string]Verdict{CheckFailureMode: Pass},
 			wantBudget: Pass,
 		},
@@ -115,7 +113,7 @@ func TestFaultChecks(t *testing.T) {
 					h.add("k", at, at+time.Millisecond, history.Admitted, inst("a"))
 				}
 			},
-			faults:     drill(resilience.Fallback, "redis_kill", time.Second, 2*time.Second, true),
+			faults:     drill(Fallback, "redis_kill", time.Second, 2*time.Second, true),
 			want:       map[string]Verdict{CheckFailureMode: Fail},
 			wantBudget: Pass,
 		},
@@ -130,7 +128,7 @@ func TestFaultChecks(t *testing.T) {
 					h.add("k", at, at+time.Millisecond, history.Admitted)
 				}
 			},
-			faults:     drill(resilience.FailOpen, "redis_kill", 2*time.Second, 2500*time.Millisecond, true),
+			faults:     drill(FailOpen, "redis_kill", 2*time.Second, 2500*time.Millisecond, true),
 			want:       map[string]Verdict{CheckFailureMode: Unknown},
 			wantBudget: Pass,
 		},
@@ -145,7 +143,7 @@ func TestFaultChecks(t *testing.T) {
 					h.add("k", at, at+time.Millisecond, history.Admitted)
 				}
 			},
-			faults:     drill(resilience.FailOpen, "redis_pause", 2*time.Second, 2500*time.Millisecond, false),
+			faults:     drill(FailOpen, "redis_pause", 2*time.Second, 2500*time.Millisecond, false),
 			wantBudget: Fail,
 		},
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/harness/history"
-	"github.com/rlbench/rlbench/limiter"
 )
 
 // fuzzInput reads a fuzz input a byte at a time, 0 past its end.
@@ -57,9 +56,9 @@ var (
 // false when the limit it draws is not a valid one.
 func fuzzHistory(t *testing.T, data []byte) (Policy, []byte, bool) {
 	in := &fuzzInput{b: data}
-	alg := limiter.Algorithms[in.pick(len(limiter.Algorithms))]
-	lim := limiter.Limit{Algorithm: alg, Period: fuzzPeriods[in.pick(len(fuzzPeriods))], Rate: float64(1 + in.pick(12))}
-	if alg.IsWindow() {
+	alg := algorithms[in.pick(len(algorithms))]
+	lim := Limit{Algorithm: alg, Period: fuzzPeriods[in.pick(len(fuzzPeriods))], Rate: float64(1 + in.pick(12))}
+	if alg.window() {
 		lim.Burst = int64(lim.Rate)
 	} else {
 		lim.Burst = int64(1 + in.pick(12))
@@ -69,7 +68,7 @@ func fuzzHistory(t *testing.T, data []byte) (Policy, []byte, bool) {
 		return Policy{}, nil, false
 	}
 	p := Policy{
-		Rules:             []Rule{{Limits: []limiter.Limit{lim}, Tolerance: float64(in.pick(2)) / 10}},
+		Rules:             []Rule{{Limits: []Limit{lim}, Tolerance: float64(in.pick(2)) / 10}},
 		Resolution:        fuzzRes[in.pick(len(fuzzRes))],
 		TrustDecisionTime: in.pick(2) == 1,
 	}

@@ -84,13 +84,36 @@ func (h *hist) source() *memSource {
 	return &memSource{h: hd, recs: h.recs}
 }
 
-func mustLimit(t testing.TB, spec string) limiter.Limit {
+// mustLimit parses spec with the checker's parser.
+func mustLimit(t testing.TB, spec string) Limit {
 	t.Helper()
-	l, err := limiter.ParseLimit(spec)
+	l, err := ParseLimit(spec)
 	if err != nil {
 		t.Fatalf("ParseLimit(%q): %v", spec, err)
 	}
 	return l
+}
+
+// mustRefLimit parses spec with the reference limiter's parser, for driving
+// its store.
+func mustRefLimit(t testing.TB, spec string) limiter.Limit {
+	t.Helper()
+	l, err := limiter.ParseLimit(spec)
+	if err != nil {
+		t.Fatalf("limiter.ParseLimit(%q): %v", spec, err)
+	}
+	return l
+}
+
+// checkerLimits gives the checker's description of reference limits, read
+// from their policy syntax.
+func checkerLimits(t testing.TB, ls []limiter.Limit) []Limit {
+	t.Helper()
+	out := make([]Limit, len(ls))
+	for i, l := range ls {
+		out[i] = mustLimit(t, l.Spec())
+	}
+	return out
 }
 
 // check runs the checker with one rule of the given limits on every route.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/harness/history"
-	"github.com/rlbench/rlbench/limiter"
 )
 
 // DefaultResolution is Policy.Resolution's default: the reference limiter
@@ -64,8 +63,9 @@ type Rule struct {
 	// Cost, when above 0, is the cost of every matching request, replacing
 	// the recorded one (for histories that lack costs, such as vegeta's).
 	Cost int64
-	// Limits are the limits in force, in limiter.Limit terms.
-	Limits []limiter.Limit
+	// Limits are the limits in force (ParseLimit reads them from the policy
+	// syntax).
+	Limits []Limit
 	// Tolerance, in units as a fraction of each limit's capacity, loosens the
 	// budget bound and the false-rejection test for approximate algorithms:
 	// 0.1 on a burst of 100 allows 10 units more than the model and calls a
@@ -86,15 +86,17 @@ func match(pattern, s string) bool {
 	return pattern == s
 }
 
-// PolicyFromHeader builds the rules a history's header declares.
+// PolicyFromHeader builds the rules a history's header declares, parsing
+// each limit with ParseLimit. Errors wrap ErrInvalidPolicy and name the
+// header's policies[i] at fault.
 func PolicyFromHeader(h history.Header) (Policy, error) {
 	var p Policy
 	for i, rp := range h.Policies {
 		rule := Rule{Route: rp.Route}
 		for _, spec := range rp.Limits {
-			l, err := limiter.ParseLimit(spec)
+			l, err := ParseLimit(spec)
 			if err != nil {
-				return Policy{}, fmt.Errorf("%w: header policies[%d]: %w", ErrInvalidPolicy, i, err)
+				return Policy{}, fmt.Errorf("header policies[%d]: %w", i, err)
 			}
 			rule.Limits = append(rule.Limits, l)
 		}
@@ -122,7 +124,7 @@ func (p *Policy) validate() error {
 		}
 		for _, l := range r.Limits {
 			if err := l.Validate(); err != nil {
-				return fmt.Errorf("%w: rule %d: %w", ErrInvalidPolicy, i, err)
+				return fmt.Errorf("rule %d: %w", i, err)
 			}
 		}
 	}

@@ -85,17 +85,19 @@ var propertyPolicies = []string{
 	"gcra:20/1s,burst=10 + fixed_window:8/1s",
 }
 
+// parseLimits parses "SPEC + SPEC" with the reference limiter's parser, for
+// driving its store.
 func parseLimits(t *testing.T, spec string) []limiter.Limit {
 	var ls []limiter.Limit
 	for _, s := range strings.Split(spec, " + ") {
-		ls = append(ls, mustLimit(t, s))
+		ls = append(ls, mustRefLimit(t, s))
 	}
 	return ls
 }
 
 func checkWith(t *testing.T, h *hist, limits []limiter.Limit) *Report {
 	t.Helper()
-	rep, err := Check(h.source(), Policy{Rules: []Rule{{Limits: limits}}})
+	rep, err := Check(h.source(), Policy{Rules: []Rule{{Limits: checkerLimits(t, limits)}}})
 	if err != nil {
 		t.Fatalf("Check: %v", err)
 	}
@@ -218,7 +220,7 @@ func TestPropertyUncertainClockPasses(t *testing.T) {
 		for seed := uint64(1); seed <= 15; seed++ {
 			g := generate(t, seed, limits, 300, 2*time.Millisecond)
 			wrong := ms(float64(seed%7) - 3) // the measured offset is off by up to 3 ms
-			p := Policy{Rules: []Rule{{Limits: limits}}, ClockOffset: &wrong, ClockUncertainty: ms(3)}
+			p := Policy{Rules: []Rule{{Limits: checkerLimits(t, limits)}}, ClockOffset: &wrong, ClockUncertainty: ms(3)}
 			rep, err := Check(g.h.source(), p)
 			if err != nil {
 				t.Fatal(err)

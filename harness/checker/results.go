@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/harness/history"
-	"github.com/rlbench/rlbench/limiter"
 )
 
 // ruleScope names a rule for results: its route and limits.
@@ -147,21 +146,12 @@ func (r *run) retryAfter() Result {
 }
 
 // maxResetNs is the longest a key under the rule's limits can take to
-// refill completely, plus the clock resolution.
+// refill completely, plus the clock resolution: the longest of their
+// models' full refills.
 func (r *run) maxResetNs(ri int32) int64 {
 	var worst int64
 	for _, l := range r.p.Rules[ri].Limits {
-		var ns int64
-		switch l.Algorithm {
-		case limiter.SlidingWindowCounter:
-			ns = 2 * l.PeriodMicros() * 1000
-		case limiter.FixedWindow, limiter.SlidingWindowLog:
-			ns = l.PeriodMicros() * 1000
-		default:
-			interval := math.Ceil(float64(l.Period)/l.Rate) + 1000
-			ns = int64(min(interval*float64(l.Burst), math.MaxInt64/2))
-		}
-		worst = max(worst, ns)
+		worst = max(worst, modelFor(l, r.clockKnown).resetNs())
 	}
 	return worst + r.res
 }
@@ -176,6 +166,10 @@ func (r *run) rateLimitFields() Result {
 	var bad []int32
 	var first string
 	seen := 0
+	resetNs := make([]int64, len(r.p.Rules))
+	for ri := range r.p.Rules {
+		resetNs[ri] = r.maxResetNs(int32(ri))
+	}
 	for i := range r.d.reqs {
 		q := &r.d.reqs[i]
 		ri := r.ruleOf[i]
@@ -190,7 +184,7 @@ func (r *run) rateLimitFields() Result {
 		}
 		var why string
 		switch {
-		case q.rlLimit >= 0 && !slices.ContainsFunc(limits, func(l limiter.Limit) bool { return l.Capacity() == q.rlLimit }):
+		case q.rlLimit >= 0 && !slices.ContainsFunc(limits, func(l Limit) bool { return l.Capacity() == q.rlLimit }):
 			why = fmt.Sprintf("limit %d is not the capacity of any limit of the policy", q.rlLimit)
 		case q.rlRemain >= 0 && q.outcome == history.Rejected && q.rlRemain >= q.cost:
 			why = fmt.Sprintf("rejected with remaining %d, enough for its cost %d", q.rlRemain, q.cost)
@@ -200,8 +194,8 @@ func (r *run) rateLimitFields() Result {
 			why = fmt.Sprintf("remaining %d, where the requests surely admitted before it leave at most %d", q.rlRemain, r.remHi[i])
 		case q.rlRemain >= 0 && q.outcome == history.Admitted && r.remLo[i] != math.MaxInt64 && q.rlRemain < r.remLo[i]:
 			why = fmt.Sprintf("remaining %d, where every timing leaves at least %d", q.rlRemain, r.remLo[i])
-		case q.rlReset >= 0 && q.rlReset*int64(time.Second) > r.maxResetNs(ri)+int64(time.Second):
-			why = fmt.Sprintf("reset %d s, longer than a full refill (%v)", q.rlReset, time.Duration(r.maxResetNs(ri)))
+		case q.rlReset >= 0 && q.rlReset*int64(time.Second) > resetNs[ri]+int64(time.Second):
+			why = fmt.Sprintf("reset %d s, longer than a full refill (%v)", q.rlReset, time.Duration(resetNs[ri]))
 		}
 		if why != "" {
 			if len(bad) == 0 {

@@ -1,5 +1,60 @@
 package checker
 
+import (
+	"cmp"
+	"slices"
+)
+
+// The sweeps' storage and sorted-slice helpers, shared by every model.
+
+// scratch is storage reused across key groups.
+type scratch struct {
+	a, b, c, d []int32
+	vals       []int64
+	tree       maxTree
+	fw         fenwick
+}
+
+// costOf is the total cost of the requests idx.
+func costOf(reqs []request, idx []int32) int64 {
+	var s int64
+	for _, i := range idx {
+		s += reqs[i].cost
+	}
+	return s
+}
+
+// indexOf returns the position of the last value <= x in sorted vals, or -1.
+func indexOf(vals []int64, x int64) int {
+	pos, found := slices.BinarySearch(vals, x)
+	if found {
+		return pos
+	}
+	return pos - 1
+}
+
+// distinctSent fills vals with the distinct sent times of idx (sorted by sent).
+func distinctSent(reqs []request, idx []int32, vals []int64) []int64 {
+	vals = vals[:0]
+	for _, i := range idx {
+		if s := reqs[i].sent; len(vals) == 0 || vals[len(vals)-1] != s {
+			vals = append(vals, s)
+		}
+	}
+	return vals
+}
+
+// sortByRecv orders idx by received time.
+func sortByRecv(reqs []request, idx []int32) {
+	slices.SortFunc(idx, func(a, b int32) int { return cmp.Compare(reqs[a].recv, reqs[b].recv) })
+}
+
+// lowerIndex returns the position of the first value >= x in sorted vals.
+func lowerIndex(vals []int64, x int64) int {
+	pos, _ := slices.BinarySearch(vals, x)
+	return pos
+}
+
 // maxTree is a segment tree over int64 leaves supporting adding a value to a
 // range of leaves and querying the maximum of a range, both in O(log n).
 type maxTree struct {

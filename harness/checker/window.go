@@ -5,22 +5,64 @@ import (
 	"slices"
 
 	"github.com/rlbench/rlbench/harness/history"
-	"github.com/rlbench/rlbench/limiter"
 )
 
-// The window models. Window lengths are whole microseconds, as the limiter
-// keeps them (Limit.PeriodMicros).
+// The window models, a limit of L units per window of length W (whole
+// microseconds, as a limiter at microsecond resolution keeps it), one file
+// each:
+//
+//   - slidingLogModel (slidinglog.go): at most L in any window; exact.
+//   - fixedWindowModel (fixedwindow.go): at most L per window aligned on the
+//     limiter's clock.
+//   - slidingCounterModel (slidingcounter.go): the aligned window's count
+//     plus the previous window's, weighted by the part of it still inside
+//     the sliding window, at most L.
+//   - unalignedWindowModel (unaligned.go): either aligned model when the
+//     limiter's clock offset is unknown, so that its windows cannot be
+//     placed.
+//
+// This file holds what they share: the rolling sweeps (any interval shorter
+// than a window) and the aligned ones (per window of the limiter's clock).
 
-func (m *limitModel) windowNs() int64 { return m.lim.PeriodMicros() * 1000 }
+// windowBase is what every window model knows of its limit.
+type windowBase struct {
+	lim Limit
+	W   int64 // the window, ns (whole µs)
+	L   int64 // the units admitted per window
+}
 
-// slidingLogBudget finds the most units that must have been decided within
+// fallbackBound holds each instance to its share: the limit divided by the
+// number of instances, rounded down but at least 1. Over length ns a
+// window's share admits its limit in every window the length meets, the
+// partial windows at both ends included.
+func (w windowBase) fallbackBound(instances int, length int64) float64 {
+	limit := w.lim.Rate
+	if instances > 1 {
+		limit = math.Max(1, math.Floor(w.lim.Rate/float64(instances)))
+	}
+	windows := length/int64(w.lim.Period) + 2
+	return float64(windows) * limit
+}
+
+// resetNs is one window: every unit counted slides out or expires within it.
+func (w windowBase) resetNs() int64 { return w.W }
+
+func (windowBase) note() string { return "" }
+
+// windowOf returns the aligned window holding harness time t on the limiter's
+// clock, with the clock offset shifted by sh (±uncertainty).
+func (w windowBase) windowOf(c *limitCheck, t, sh int64) int64 {
+	return floorDiv(c.r.base+t+c.r.off+sh, w.W)
+}
+
+// rollingBudget finds the most units that must have been decided within
 // one interval shorter than the window less the clock resolution: for every
 // candidate start a (a sent time), the admitted requests with sent >= a and
 // received <= a + W − res − 1. A sweep by descending sent time over a Fenwick
 // tree of received times: O(n log n). limit is the bound to hold it to (the
 // sliding window log's L, or 2L for a window of unknown alignment).
-func (m *limitModel) slidingLogBudget(g []int32, withUnknown bool, limit int64) finding {
-	reqs, sc := m.r.d.reqs, &m.r.sc
+func rollingBudget(c *limitCheck, g []int32, withUnknown bool, W, limit int64) finding {
+	reqs, sc := c.r.d.reqs, &c.r.sc
 	A := sc.a[:0]
 	for _, i := range g {
 		if admitted(&reqs[i], withUnknown) {
@@ -31,7 +73,7 @@ func (m *limitModel) slidingLogBudget(g []int32, withUnknown bool, limit int64) 
 	if len(A) == 0 {
 		return finding{}
 	}
-	weff := max(m.windowNs()-m.r.res, 1)
+	weff := max(W-c.r.res, 1)
 	evals := sc.vals[:0]
 	for _, i := range A {
 		evals = append(evals, reqs[i].recv)
@@ -57,28 +99,96 @@ func (m *limitModel) slidingLogBudget(g []int32, withUnknown bool, limit int64) 
 			to = max(to, q.recv)
 		}
 	}
-	bound := float64(limit) + m.tol
+	bound := float64(limit) + c.tol
 	return finding{found: true, over: float64(best) > bound, observed: best, bound: bound, from: bestA, to: to, group: g, unknowns: withUnknown}
 }
 
-// rollingCount is the most units that must have been decided within one
-// interval shorter than the window.
-func (m *limitModel) rollingCount(g []int32, withUnknown bool) finding {
-	return m.slidingLogBudget(g, withUnknown, m.lim.Capacity())
+// rollingForm is what the sliding window log and the unaligned windows
+// tell the rolling room sweep.
+type rollingForm interface {
+	// lookback is how far back, ns, a request may still weigh on a decision.
+	lookback() int64
+	// leftAfter is the lower bound of the remaining budget an admission was
+	// told of when at most u units (its own included) counted.
+	leftAfter(u int64) int64
+	// waitHi is the upper bound of rejection q's ideal wait, ns: total is
+	// the cost of the requests that may have come before it, indexed by
+	// received time in c's Fenwick tree over evals.
+	waitHi(c *limitCheck, q *request, total int64, evals []int64) int64
 }
 
-// windowOf returns the aligned window holding harness time t on the limiter's
-// clock, with the clock offset shifted by sh (±uncertainty).
-func (m *limitModel) windowOf(t, sh int64) int64 {
-	return floorDiv(m.r.base+t+m.r.off+sh, m.windowNs())
+// rollingRoom derives the room conclusions for the sliding window log, and
+// for the aligned windows when their alignment is unknown (a request's
+// window then holds at most what came within one window before it; for the
+// sliding window counter, two windows).
+//
+// Judged request i found at most U, the cost of the requests that may have
+// come before it (sent <= its received) and may still count at its decision
+// (received > its sent − lookback − res).
+func rollingRoom(c *limitCheck, g []int32, withUnknown bool, L int64, form rollingForm) {
+	reqs, sc := c.r.d.reqs, &c.r.sc
+	res, lookback := c.r.res, form.lookback()
+	P, R := c.possibleAndJudged(g, withUnknown)
+	if len(R) == 0 {
+		return
+	}
+	sortByRecv(reqs, R)
+	evals := sc.vals[:0]
+	for _, j := range P {
+		evals = append(evals, reqs[j].recv)
+	}
+	slices.Sort(evals)
+	evals = slices.Compact(evals)
+	sc.vals = evals
+	sc.fw.reset(len(evals))
+	var total int64
+	pj := 0
+	for _, i := range R {
+		q := &reqs[i]
+		for ; pj < len(P) && reqs[P[pj]].sent <= q.recv; pj++ {
+			j := &reqs[P[pj]]
+			sc.fw.add(indexOf(evals, j.recv), j.cost)
+			total += j.cost
+		}
+		u := total - sc.fw.prefix(indexOf(evals, q.sent-lookback-res))
+		if q.outcome == history.Admitted { // u counts its own charge
+			c.setRemainingLo(i, form.leftAfter(u))
+			continue
+		}
+		if float64(u+q.cost)+c.tol > float64(L) {
+			c.markJustified(i, withUnknown)
+		}
+		c.setWaits(i, 0, form.waitHi(c, q, total, evals))
+	}
 }
 
-// windowBudget counts, per aligned window, the admitted requests whose whole
+// windowCounts is how an aligned-window model turns window counts into its
+// per-request conclusions. prev and cur are the units counted in the window
+// before a decision's and in its own (prev only when weighsPrevious), and
+// elapsed the least time, in µs, the decision may lie into the first window
+// it may fall in (0 in the later one).
+type windowCounts interface {
+	// weighsPrevious reports whether the previous window's count weighs in.
+	weighsPrevious() bool
+	// left is the remaining budget the counts leave, in whole units.
+	left(prev, cur, elapsed int64) int64
+	// exceeds reports whether cost more units, and the tolerance tol, would
+	// break the limit.
+	exceeds(prev, cur, elapsed, cost int64, tol float64) bool
+	// waitHi is the upper bound of rejection q's ideal wait, ns, when it
+	// fell in window lo or hi.
+	waitHi(c *limitCheck, q *request, lo, hi int64) int64
+	// waitLo is the lower bound of rejection q's ideal wait, ns, when window
+	// k surely holds certain units before it; false when there is none.
+	waitLo(c *limitCheck, q *request, k, certain int64) (int64, bool)
+}
+
+// alignedBudget counts, per aligned window, the admitted requests whose whole
 // [sent, received] lies in that window whatever the clock offset within its
 // uncertainty, and finds the fullest window.
-func (m *limitModel) windowBudget(g []int32, withUnknown bool) finding {
-	reqs := m.r.d.reqs
-	unc := m.r.unc
+func (w windowBase) alignedBudget(c *limitCheck, g []int32, withUnknown bool) finding {
+	reqs := c.r.d.reqs
+	unc := c.r.unc
 	var f finding
 	cur, sum := int64(math.MinInt64), int64(0)
 	flush := func() {
@@ -91,8 +201,8 @@ func (m *limitModel) windowBudget(g []int32, withUnknown bool) finding {
 		if !admitted(q, withUnknown) {
 			continue
 		}
-		k := m.windowOf(q.sent, -unc)
-		if k != m.windowOf(q.recv, unc) {
+		k := w.windowOf(c, q.sent, -unc)
+		if k != w.windowOf(c, q.recv, unc) {
 			continue
 		}
 		if k != cur {
@@ -105,122 +215,115 @@ func (m *limitModel) windowBudget(g []int32, withUnknown bool) finding {
 	if !f.found {
 		return f
 	}
-	W, k := m.windowNs(), f.from
-	f.from = k*W - m.r.base - m.r.off + unc
-	f.to = (k+1)*W - 1 - m.r.base - m.r.off - unc
-	f.bound = float64(m.lim.Capacity()) + m.tol
+	W, k := w.W, f.from
+	f.from = k*W - c.r.base - c.r.off + unc
+	f.to = (k+1)*W - 1 - c.r.base - c.r.off - unc
+	f.bound = float64(w.L) + c.tol
 	f.over = float64(f.observed) > f.bound
 	f.group, f.unknowns, f.window = g, withUnknown, true
 	return f
 }
 
-// lowerIndex returns the position of the first value >= x in sorted vals.
-func lowerIndex(vals []int64, x int64) int {
-	pos, _ := slices.BinarySearch(vals, x)
-	return pos
-}
-
-// windowRequests derives per-request conclusions for the aligned-window
-// models (fixed window, sliding window counter) with a known clock offset.
+// alignedRoom derives the room conclusions of an aligned-window model
+// (fixed window, sliding window counter) with a known clock offset.
 //
-// A rejected request may fall in any window its [sent, received] meets
-// under the offset's uncertainty; in window k it found at most U_k, the cost
-// of the requests possibly in k that may have come before it (sent <= its
-// received). The fixed window admits it for sure when U_k + cost <= L in
-// every such k; the sliding window counter when
-// U_{k−1}·(W − elapsed) + (U_k + cost)·W <= L·W with the least elapsed time.
-func (m *limitModel) windowRequests(g []int32, withUnknown bool) {
-	reqs, sc := m.r.d.reqs, &m.r.sc
-	unc, res, W := m.r.unc, m.r.res, m.windowNs()
-	L := m.lim.Capacity()
-	swc := m.lim.Algorithm == limiter.SlidingWindowCounter
-	P, R := m.possibleAndJudged(g, withUnknown)
-	if len(R) > 0 {
-		sortByRecv(reqs, R)
-		qs := sc.vals[:0]
-		for _, i := range R {
-			q := &reqs[i]
-			lo, hi := m.windowOf(q.sent, -unc), m.windowOf(q.recv, unc)
-			if hi-lo <= 1 {
-				qs = append(qs, lo, hi)
-				if swc {
-					qs = append(qs, lo-1, hi-1)
-				}
-			}
-		}
-		slices.Sort(qs)
-		qs = slices.Compact(qs)
-		sc.vals = qs
-		sc.fw.reset(len(qs) + 1)
-		point := func(k int64) int64 { return sc.fw.prefix(indexOf(qs, k)) }
-		wus := m.lim.PeriodMicros()
-		pj := 0
-		for _, i := range R {
-			q := &reqs[i]
-			for ; pj < len(P) && reqs[P[pj]].sent <= q.recv; pj++ {
-				j := &reqs[P[pj]]
-				l, r := lowerIndex(qs, m.windowOf(j.sent, -unc)), indexOf(qs, m.windowOf(j.recv, unc))
-				if l <= r {
-					sc.fw.add(l, j.cost)
-					sc.fw.add(r+1, -j.cost)
-				}
-			}
-			lo, hi := m.windowOf(q.sent, -unc), m.windowOf(q.recv, unc)
-			if q.outcome == history.Admitted { // the counts hold its own charge
-				remLo := int64(math.MinInt64)
-				for k := lo; k <= hi && hi-lo <= 1; k++ {
-					r := L - point(k)
-					if swc {
-						var elapsed int64
-						if k == lo {
-							elapsed = min(max(m.r.base+q.sent+m.r.off-unc-k*W, 0)/1000, wus)
-						}
-						r = floorDiv(L*wus-point(k-1)*(wus-elapsed)-point(k)*wus, wus)
-					}
-					if k == lo {
-						remLo = r
-					}
-					remLo = min(remLo, r)
-				}
-				m.setRemainingLo(i, remLo)
-				continue
-			}
-			justified := hi-lo > 1
-			for k := lo; k <= hi && !justified; k++ {
-				if !swc {
-					justified = float64(point(k)+q.cost)+m.tol > float64(L)
-					continue
-				}
-				var elapsed int64
-				if k == lo {
-					elapsed = min(max(m.r.base+q.sent+m.r.off-unc-k*W, 0)/1000, wus)
-				}
-				est := point(k-1)*(wus-elapsed) + (point(k)+q.cost)*wus
-				justified = float64(est)+m.tol*float64(wus) > float64(L*wus)
-			}
-			if justified {
-				m.markJustified(i, withUnknown)
-			}
-			switch {
-			case swc:
-				m.setWaits(i, 0, 2*W+res)
-			case lo == hi:
-				m.setWaits(i, 0, (hi+1)*W-(m.r.base+q.sent+m.r.off-unc)+res)
-			default:
-				m.setWaits(i, 0, W+res)
+// A judged request may fall in any window its [sent, received] meets under
+// the offset's uncertainty; in window k it found at most U_k, the cost of
+// the requests possibly in k that may have come before it (sent <= its
+// received). The model admits it for sure when its counts leave room in
+// every such k (form.exceeds); an admission was told at least what they
+// leave in the worst such k (form.left).
+func (w windowBase) alignedRoom(c *limitCheck, g []int32, withUnknown bool, form windowCounts) {
+	reqs, sc := c.r.d.reqs, &c.r.sc
+	unc, W := c.r.unc, w.W
+	weighted := form.weighsPrevious()
+	P, R := c.possibleAndJudged(g, withUnknown)
+	if len(R) == 0 {
+		return
+	}
+	sortByRecv(reqs, R)
+	qs := sc.vals[:0]
+	for _, i := range R {
+		q := &reqs[i]
+		lo, hi := w.windowOf(c, q.sent, -unc), w.windowOf(c, q.recv, unc)
+		if hi-lo <= 1 {
+			qs = append(qs, lo, hi)
+			if weighted {
+				qs = append(qs, lo-1, hi-1)
 			}
 		}
 	}
-	// Certain counts: surely admitted requests (in the other pass, with
-	// unknown outcomes admitted too) surely in the window and surely decided
-	// before the request.
+	slices.Sort(qs)
+	qs = slices.Compact(qs)
+	sc.vals = qs
+	sc.fw.reset(len(qs) + 1)
+	point := func(k int64) int64 { return sc.fw.prefix(indexOf(qs, k)) }
+	counts := func(k int64) (prev, cur int64) {
+		if weighted {
+			prev = point(k - 1)
+		}
+		return prev, point(k)
+	}
+	wus := W / 1000
+	pj := 0
+	for _, i := range R {
+		q := &reqs[i]
+		for ; pj < len(P) && reqs[P[pj]].sent <= q.recv; pj++ {
+			j := &reqs[P[pj]]
+			l, r := lowerIndex(qs, w.windowOf(c, j.sent, -unc)), indexOf(qs, w.windowOf(c, j.recv, unc))
+			if l <= r {
+				sc.fw.add(l, j.cost)
+				sc.fw.add(r+1, -j.cost)
+			}
+		}
+		lo, hi := w.windowOf(c, q.sent, -unc), w.windowOf(c, q.recv, unc)
+		// elapsed is the least time, in µs, the decision may lie into
+		// window k: into lo from the earliest sent time, none into hi.
+		elapsed := func(k int64) int64 {
+			if k != lo {
+				return 0
+			}
+			return min(max(c.r.base+q.sent+c.r.off-unc-k*W, 0)/1000, wus)
+		}
+		if q.outcome == history.Admitted { // the counts hold its own charge
+			remLo := int64(math.MinInt64)
+			for k := lo; k <= hi && hi-lo <= 1; k++ {
+				prev, cur := counts(k)
+				r := form.left(prev, cur, elapsed(k))
+				if k == lo {
+					remLo = r
+				}
+				remLo = min(remLo, r)
+			}
+			c.setRemainingLo(i, remLo)
+			continue
+		}
+		justified := hi-lo > 1
+		for k := lo; k <= hi && !justified; k++ {
+			prev, cur := counts(k)
+			justified = form.exceeds(prev, cur, elapsed(k), q.cost, c.tol)
+		}
+		if justified {
+			c.markJustified(i, withUnknown)
+		}
+		c.setWaits(i, 0, form.waitHi(c, q, lo, hi))
+	}
+}
+
+// alignedCertain derives the certain conclusions of an aligned-window
+// model: the counts of the requests surely admitted (in the other pass,
+// with unknown outcomes admitted too), surely in the window and surely
+// decided before the request.
+func (w windowBase) alignedCertain(c *limitCheck, g []int32, withUnknown bool, form windowCounts) {
+	reqs, sc := c.r.d.reqs, &c.r.sc
+	unc := c.r.unc
 	A, Q := sc.a[:0], sc.b[:0]
 	for _, i := range g {
 		q := &reqs[i]
 		if surelyCharged(q, !withUnknown) {
 			A = append(A, i)
 		}
-		if judged(q, withUnknown) && m.windowOf(q.sent, -unc) == m.windowOf(q.recv, unc) {
+		if judged(q, withUnknown) && w.windowOf(c, q.sent, -unc) == w.windowOf(c, q.recv, unc) {
 			Q = append(Q, i)
 		}
 	}
@@ -231,7 +334,7 @@ func (m *limitModel) windowRequests(g []int32, withUnknown bool) {
 	sortByRecv(reqs, A)
 	qs := sc.vals[:0]
 	for _, i := range Q {
-		qs = append(qs, m.windowOf(reqs[i].sent, -unc))
+		qs = append(qs, w.windowOf(c, reqs[i].sent, -unc))
 	}
 	slices.Sort(qs)
 	qs = slices.Compact(qs)
@@ -242,122 +345,21 @@ func (m *limitModel) windowRequests(g []int32, withUnknown bool) {
 		q := &reqs[i]
 		for ; pj < len(A) && reqs[A[pj]].recv < q.sent; pj++ {
 			j := &reqs[A[pj]]
-			k := m.windowOf(j.sent, -unc)
-			if k != m.windowOf(j.recv, unc) {
+			k := w.windowOf(c, j.sent, -unc)
+			if k != w.windowOf(c, j.recv, unc) {
 				continue
 			}
 			if p, ok := slices.BinarySearch(qs, k); ok {
 				sc.fw.add(p, j.cost)
 			}
 		}
-		k := m.windowOf(q.sent, -unc)
+		k := w.windowOf(c, q.sent, -unc)
 		p, _ := slices.BinarySearch(qs, k)
 		certain := sc.fw.prefix(p) - sc.fw.prefix(p-1)
-		switch {
-		case q.outcome == history.Admitted:
-			m.setRemaining(i, L-certain-q.cost)
-		case !swc && certain+q.cost > L:
-			m.setWaits(i, max((k+1)*W-(m.r.base+q.recv+m.r.off+unc)-res, 0), 0)
-		}
-	}
-}
-
-// slidingLogRequests derives per-request conclusions for the sliding window
-// log, and for the aligned windows when their alignment is unknown (a
-// request's window then holds at most what came within one window before it;
-// for the sliding window counter, two windows).
-//
-// Rejected request i found at most U, the cost of the requests that may have
-// come before it (sent <= its received) and may still count at its decision
-// (received > its sent − W − res). Its wait is at most the time until all
-// but L − cost of them surely slid out, and at least the time until the
-// requests surely before it (received < its sent), placed as early as they
-// could be, leave room.
-func (m *limitModel) slidingLogRequests(g []int32, withUnknown bool) {
-	reqs, sc := m.r.d.reqs, &m.r.sc
-	res, W, L := m.r.res, m.windowNs(), m.lim.Capacity()
-	exact := m.lim.Algorithm == limiter.SlidingWindowLog
-	// How far back a request may still weigh on a decision: one window, or
-	// two for the sliding window counter, whose previous window counts too.
-	lookback := W
-	if m.lim.Algorithm == limiter.SlidingWindowCounter {
-		lookback = 2 * W
-	}
-	P, R := m.possibleAndJudged(g, withUnknown)
-	if len(R) > 0 {
-		sortByRecv(reqs, R)
-		evals := sc.vals[:0]
-		for _, j := range P {
-			evals = append(evals, reqs[j].recv)
-		}
-		slices.Sort(evals)
-		evals = slices.Compact(evals)
-		sc.vals = evals
-		sc.fw.reset(len(evals))
-		var total int64
-		pj := 0
-		for _, i := range R {
-			q := &reqs[i]
-			for ; pj < len(P) && reqs[P[pj]].sent <= q.recv; pj++ {
-				j := &reqs[P[pj]]
-				sc.fw.add(indexOf(evals, j.recv), j.cost)
-				total += j.cost
-			}
-			u := total - sc.fw.prefix(indexOf(evals, q.sent-lookback-res))
-			if q.outcome == history.Admitted { // u counts its own charge
-				if m.lim.Algorithm == limiter.SlidingWindowCounter {
-					m.setRemainingLo(i, math.MinInt64) // the previous window weighs in too
-				} else {
-					m.setRemainingLo(i, L-u)
-				}
-				continue
-			}
-			if float64(u+q.cost)+m.tol > float64(L) {
-				m.markJustified(i, withUnknown)
-			}
-			switch target := total - (L - q.cost); {
-			case !exact && m.lim.Algorithm == limiter.SlidingWindowCounter:
-				m.setWaits(i, 0, 2*W+res)
-			case !exact:
-				m.setWaits(i, 0, W+res)
-			case target <= 0:
-				m.setWaits(i, 0, res)
-			case target > total:
-				m.setWaits(i, 0, math.MaxInt64)
-			default:
-				x := evals[sc.fw.lowerBound(target)]
-				m.setWaits(i, 0, max(x+W+res-q.sent, 0))
-			}
-		}
-	}
-	if !exact {
-		return
-	}
-	A, Q := m.sureAndJudged(g, withUnknown)
-	if len(Q) == 0 {
-		return
-	}
-	svals := distinctSent(reqs, A, sc.vals)
-	sc.vals = svals
-	sortByRecv(reqs, A)
-	sc.fw.reset(len(svals))
-	var total int64
-	pj := 0
-	for _, i := range Q {
-		q := &reqs[i]
-		for ; pj < len(A) && reqs[A[pj]].recv < q.sent; pj++ {
-			j := &reqs[A[pj]]
-			sc.fw.add(indexOf(svals, j.sent), j.cost)
-			total += j.cost
-		}
 		if q.outcome == history.Admitted {
-			certain := total - sc.fw.prefix(indexOf(svals, q.recv-W+res))
-			m.setRemaining(i, L-certain-q.cost)
-			continue
-		}
-		if target := total - (L - q.cost); target > 0 && target <= total {
-			y := svals[sc.fw.lowerBound(target)]
-			m.setWaits(i, max(y+W-res-q.recv, 0), 0)
+			c.setRemaining(i, w.L-certain-q.cost)
+		} else if lo, ok := form.waitLo(c, q, k, certain); ok {
+			c.setWaits(i, lo, 0)
 		}
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/rlbench/rlbench/harness/checker"
 	"github.com/rlbench/rlbench/harness/runrecord"
-	"github.com/rlbench/rlbench/limiter/resilience"
+	"github.com/rlbench/rlbench/limiter"
 	"github.com/rlbench/rlbench/sampleapi"
 	"github.com/rlbench/rlbench/scenarios"
 )
@@ -78,21 +78,26 @@ func WriteInstanceConfig(path string, cfg sampleapi.Config) error {
 }
 
 // Policy is what the scenario's routes promise, for the checker, with the
-// fault windows the run recorded.
-func Policy(sc *scenarios.Scenario, offset, uncertainty time.Duration, windows []runrecord.FaultWindow) checker.Policy {
+// fault windows the run recorded. Errors come from the checker's parsing of
+// the policies (see checkerLimits).
+func Policy(sc *scenarios.Scenario, offset, uncertainty time.Duration, windows []runrecord.FaultWindow) (checker.Policy, error) {
 	p := checker.Policy{ClockOffset: &offset, ClockUncertainty: uncertainty}
 	for _, rt := range sc.Target.Routes {
 		if rt.Baseline() {
 			continue
 		}
-		p.Rules = append(p.Rules, checker.Rule{Route: rt.Path, Limits: rt.Policies})
+		limits, err := checkerLimits(rt.Policies)
+		if err != nil {
+			return checker.Policy{}, fmt.Errorf("route %s: %w", rt.Path, err)
+		}
+		p.Rules = append(p.Rules, checker.Rule{Route: rt.Path, Limits: limits})
 	}
 	if sc.Target.FailureMode == scenarios.FailClosed {
 		p.ExpectedStatuses = []int{http.StatusServiceUnavailable}
 	}
 	if len(windows) > 0 && sc.Checks.Faults != nil {
 		f := &checker.Faults{
-			Mode: resilience.Mode(sc.Target.FailureMode), Instances: sc.Target.Instances, Timeout: sc.Target.StoreTimeout,
+			Mode: checker.FailureMode(sc.Target.FailureMode), Instances: sc.Target.Instances, Timeout: sc.Target.StoreTimeout,
 			Slack: sc.Checks.Faults.Slack, Recovery: sc.Checks.Faults.Recovery,
 		}
 		for i, w := range windows {
@@ -109,7 +114,23 @@ func Policy(sc *scenarios.Scenario, offset, uncertainty time.Duration, windows [
 		}
 		p.Faults = f
 	}
-	return p
+	return p, nil
+}
+
+// checkerLimits hands limits to the checker in the policy syntax the
+// history's header records (limiter.Limit.Spec), read by the checker's own
+// parser, so that the run is judged by the limits `rlbench check` reads
+// back from the header.
+func checkerLimits(ls []limiter.Limit) ([]checker.Limit, error) {
+	out := make([]checker.Limit, len(ls))
+	for i, l := range ls {
+		c, err := checker.ParseLimit(l.Spec())
+		if err != nil {
+			return nil, err
+		}
+		out[i] = c
+	}
+	return out, nil
 }
 
 // storeUnavailable reports whether fault leaves the limiter without an

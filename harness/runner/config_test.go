@@ -123,7 +123,10 @@ func TestPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc.Target.FailureMode = scenarios.FailClosed
-	p := Policy(sc, 3*time.Millisecond, time.Millisecond, nil)
+	p, err := Policy(sc, 3*time.Millisecond, time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(p.Rules) != 1 || p.Rules[0].Route != "/api/items" || len(p.Rules[0].Limits) != 1 {
 		t.Fatalf("rules = %+v", p.Rules)
 	}

@@ -379,10 +379,15 @@ func (r *Runner) check(sc *scenarios.Scenario, path string, out *Outcome) (*chec
 	if err != nil {
 		return nil, err
 	}
-	p := Policy(sc, out.ClockOffset, out.ClockUncertainty, out.Faults)
+	p, err := Policy(sc, out.ClockOffset, out.ClockUncertainty, out.Faults)
+	if err != nil {
+		return nil, err
+	}
 	for i, rule := range p.Rules {
 		if claim, ok := r.opts.Claims[rule.Route]; ok {
-			p.Rules[i].Limits = claim
+			if p.Rules[i].Limits, err = checkerLimits(claim); err != nil {
+				return nil, fmt.Errorf("claim for %s: %w", rule.Route, err)
+			}
 		}
 	}
 	out.Drill = p.Faults

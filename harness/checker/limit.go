@@ -1,0 +1,282 @@
+package checker
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The checker's own description of a limit, parsed by its own code from the
+// policy syntax that scenario files, the history's header and the command
+// line use. It shares nothing with the reference limiter it judges: a fault
+// in the limiter's parsing would otherwise be agreed with rather than
+// caught. A test holds this parser and the limiter's to one meaning.
+
+// Algorithm names the algorithm a limit declares, in the policy syntax's
+// words. The zero value is invalid.
+type Algorithm string
+
+const (
+	// TokenBucket: Burst tokens refilled at Rate per Period, one per unit.
+	TokenBucket Algorithm = "token_bucket"
+	// GCRA: the Generic Cell Rate Algorithm (ATM Forum Traffic Management
+	// 4.0, §4.4.2), which admits what a token bucket of the same rate and
+	// burst admits.
+	GCRA Algorithm = "gcra"
+	// LeakyBucket: the leaky bucket, checked as a meter of Rate per Period
+	// with Burst units of room (a queue that delays admits no more).
+	LeakyBucket Algorithm = "leaky_bucket"
+	// FixedWindow: at most Rate units per window of length Period, windows
+	// aligned on the limiter's clock (at multiples of Period since the Unix
+	// epoch).
+	FixedWindow Algorithm = "fixed_window"
+	// SlidingWindowLog: at most Rate units in any window of length Period.
+	SlidingWindowLog Algorithm = "sliding_window_log"
+	// SlidingWindowCounter: the aligned window's count plus the previous
+	// window's, weighted by the part of it still inside the sliding window,
+	// at most Rate.
+	SlidingWindowCounter Algorithm = "sliding_window_counter"
+)
+
+// algorithms lists the algorithms the policy syntax knows, in the order
+// error messages name them.
+var algorithms = []Algorithm{TokenBucket, GCRA, LeakyBucket, FixedWindow, SlidingWindowLog, SlidingWindowCounter}
+
+// window reports whether a is a window algorithm: Rate whole units per
+// window of length Period, no separate burst.
+func (a Algorithm) window() bool {
+	return a == FixedWindow || a == SlidingWindowLog || a == SlidingWindowCounter
+}
+
+const (
+	// minPeriod is the shortest period the policy syntax allows.
+	minPeriod = time.Millisecond
+	// maxCapacity is the most units a policy may declare at once: a
+	// bucket's burst, a window's limit.
+	maxCapacity = 1 << 40
+	// maxSpanMicros bounds the time, in µs, a policy may take to refill its
+	// whole capacity: one emission interval per unit of burst (plus one) for
+	// a bucket, window times limit for the sliding window counter.
+	maxSpanMicros = 1 << 62
+)
+
+// Limit is one limit a policy declares.
+//
+// For the bucket algorithms (token bucket, GCRA, leaky bucket) Rate units
+// are admitted per Period on average and Burst units at once; Rate may be
+// fractional. For the window algorithms Rate is the whole number of units
+// admitted per window and Period is the window; Burst is zero or equal to
+// Rate. Name, when set, is the policy's name (in the RateLimit-Policy
+// header, say); it makes two limits of equal parameters distinct budgets.
+//
+// Limit is a comparable value, safe to copy and to use as a map key. Build
+// one with ParseLimit, or fill the fields and let Check validate them.
+type Limit struct {
+	Name      string
+	Algorithm Algorithm
+	Rate      float64
+	Period    time.Duration
+	Burst     int64
+}
+
+// Capacity is the most units the limit admits at once: Burst for a bucket,
+// Rate for a window.
+func (l Limit) Capacity() int64 {
+	if l.Algorithm.window() {
+		return int64(l.Rate)
+	}
+	return l.Burst
+}
+
+// periodMicros is Period in whole microseconds, the window length the
+// window models use.
+func (l Limit) periodMicros() int64 { return int64(l.Period / time.Microsecond) }
+
+// String formats l for people, as results name their scope: "10 req/s
+// (burst 20)" for a token bucket, "10 req/s (burst 20, gcra)" for the other
+// buckets and "100 req/1m (fixed window)" for windows. The name is not
+// shown.
+func (l Limit) String() string {
+	rate := strconv.FormatFloat(l.Rate, 'g', -1, 64)
+	per := perString(l.Period)
+	alg := strings.ReplaceAll(string(l.Algorithm), "_", " ")
+	switch {
+	case l.Algorithm.window():
+		return fmt.Sprintf("%s req/%s (%s)", rate, per, alg)
+	case l.Algorithm == TokenBucket:
+		return fmt.Sprintf("%s req/%s (burst %d)", rate, per, l.Burst)
+	}
+	return fmt.Sprintf("%s req/%s (burst %d, %s)", rate, per, l.Burst, alg)
+}
+
+// perString is the period after "req/": s, min and h for whole units, else
+// the shortest duration text ("1m30s", "720h", "500ms").
+func perString(d time.Duration) string {
+	switch d {
+	case time.Second:
+		return "s"
+	case time.Minute:
+		return "min"
+	case time.Hour:
+		return "h"
+	}
+	s := d.String()
+	if t, ok := strings.CutSuffix(s, "m0s"); ok {
+		s = t + "m"
+	}
+	if t, ok := strings.CutSuffix(s, "h0m"); ok {
+		s = t + "h"
+	}
+	return s
+}
+
+// Validate reports why l is not a limit the policy syntax can declare, or
+// nil. Errors wrap ErrInvalidPolicy and name the field at fault.
+func (l Limit) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrInvalidPolicy, field, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case l.Algorithm == "":
+		return bad("algorithm", "missing; use one of %s", algorithmNames())
+	case !known(l.Algorithm):
+		return bad("algorithm", "unknown %q; use one of %s", string(l.Algorithm), algorithmNames())
+	case strings.ContainsAny(l.Name, "{}: \t\r\n"):
+		return bad("name", "%q may not contain braces, colons or spaces", l.Name)
+	case l.Period < minPeriod:
+		return bad("period", "%v is shorter than the minimum %v", l.Period, minPeriod)
+	case math.IsNaN(l.Rate) || math.IsInf(l.Rate, 0) || l.Rate <= 0:
+		return bad("rate", "%v must be a positive number", l.Rate)
+	}
+	if l.Algorithm.window() {
+		switch {
+		case l.Rate != math.Trunc(l.Rate):
+			return bad("rate", "a %s admits a whole number of units per window, not %v", l.Algorithm, l.Rate)
+		case l.Rate > maxCapacity:
+			return bad("rate", "%v exceeds the maximum %d per window", l.Rate, int64(maxCapacity))
+		case l.Burst != 0 && l.Burst != int64(l.Rate):
+			return bad("burst", "a %s has no separate burst; leave it 0 or equal to the rate %v", l.Algorithm, l.Rate)
+		case l.Algorithm == SlidingWindowCounter && float64(l.periodMicros())*l.Rate > maxSpanMicros:
+			return bad("rate", "limit %v times window %v is beyond the longest span a policy may have", l.Rate, l.Period)
+		}
+		return nil
+	}
+	interval := float64(l.periodMicros()) / l.Rate // µs per unit
+	switch {
+	case interval < 1:
+		return bad("rate", "%v per %v is above one unit per microsecond", l.Rate, l.Period)
+	case l.Burst < 1:
+		return bad("burst", "%d must be at least 1", l.Burst)
+	case l.Burst > maxCapacity:
+		return bad("burst", "%d exceeds the maximum %d", l.Burst, int64(maxCapacity))
+	case math.Ceil(interval)*float64(l.Burst+1) > maxSpanMicros:
+		return bad("rate", "%v per %v with burst %d would take over 146,000 years to refill", l.Rate, l.Period, l.Burst)
+	}
+	return nil
+}
+
+func known(a Algorithm) bool {
+	for _, k := range algorithms {
+		if a == k {
+			return true
+		}
+	}
+	return false
+}
+
+func algorithmNames() string {
+	names := make([]string, len(algorithms))
+	for i, a := range algorithms {
+		names[i] = string(a)
+	}
+	return strings.Join(names, ", ")
+}
+
+// ParseLimit parses a limit in the policy syntax
+// "[ALGORITHM:]RATE/PERIOD[,burst=N][,name=NAME]": "gcra:20/1s,burst=10",
+// "token_bucket:10/1s,burst=20", "fixed_window:100/1m",
+// "sliding_window_log:12/30d,name=month". Without an algorithm the limit is
+// a token bucket. PERIOD is a Go duration (500ms, 1m, 1h30m), a number of
+// days (30d, 1.5d), or a unit alone (s, m or min, h, d) meaning one of it.
+// Without burst a window's burst is its rate and a bucket's is its rate
+// rounded up, at least 1. The result is validated; every error wraps
+// ErrInvalidPolicy and quotes s.
+func ParseLimit(s string) (Limit, error) {
+	l := Limit{Algorithm: TokenBucket}
+	spec := strings.TrimSpace(s)
+	if alg, rest, ok := strings.Cut(spec, ":"); ok {
+		l.Algorithm, spec = Algorithm(strings.TrimSpace(alg)), rest
+	}
+	parts := strings.Split(spec, ",")
+	rate, period, ok := strings.Cut(strings.TrimSpace(parts[0]), "/")
+	if !ok {
+		return Limit{}, fmt.Errorf("%w: %q: want RATE/PERIOD, as in \"10/1s\"", ErrInvalidPolicy, s)
+	}
+	var err error
+	if l.Rate, err = strconv.ParseFloat(strings.TrimSpace(rate), 64); err != nil {
+		return Limit{}, fmt.Errorf("%w: rate %q in %q is not a number", ErrInvalidPolicy, rate, s)
+	}
+	if l.Period, err = parsePeriod(strings.TrimSpace(period)); err != nil {
+		return Limit{}, fmt.Errorf("%w: period %q in %q: want a duration such as 1s, 1m, 24h or 30d (%v)", ErrInvalidPolicy, period, s, err)
+	}
+	var hasBurst, hasName bool
+	for _, opt := range parts[1:] {
+		key, val, _ := strings.Cut(strings.TrimSpace(opt), "=")
+		switch {
+		case key == "burst" && !hasBurst:
+			hasBurst = true
+			if l.Burst, err = strconv.ParseInt(val, 10, 64); err != nil {
+				if errors.Is(err, strconv.ErrRange) {
+					return Limit{}, fmt.Errorf("%w: burst %s in %q is out of range; the most is %d", ErrInvalidPolicy, val, s, int64(maxCapacity))
+				}
+				return Limit{}, fmt.Errorf("%w: burst %q in %q is not a whole number", ErrInvalidPolicy, val, s)
+			}
+		case key == "name" && !hasName:
+			hasName, l.Name = true, val
+		case key == "burst" || key == "name":
+			return Limit{}, fmt.Errorf("%w: option %q is given twice in %q", ErrInvalidPolicy, key, s)
+		default:
+			return Limit{}, fmt.Errorf("%w: unknown option %q in %q; valid options are burst and name", ErrInvalidPolicy, key, s)
+		}
+	}
+	// The default burst, only from a rate that can be one; Validate reports
+	// the others.
+	if !hasBurst && l.Rate > 0 && l.Rate <= maxCapacity {
+		l.Burst = int64(math.Max(1, math.Ceil(l.Rate)))
+		if l.Algorithm.window() {
+			l.Burst = int64(l.Rate)
+		}
+	}
+	return l, l.Validate()
+}
+
+// parsePeriod reads a period: a unit alone (s, m or min, h, d), a number of
+// days ("30d"), or a Go duration.
+func parsePeriod(s string) (time.Duration, error) {
+	switch s {
+	case "s":
+		return time.Second, nil
+	case "m", "min":
+		return time.Minute, nil
+	case "h":
+		return time.Hour, nil
+	case "d":
+		return 24 * time.Hour, nil
+	}
+	days, ok := strings.CutSuffix(s, "d")
+	if !ok {
+		return time.ParseDuration(s)
+	}
+	n, err := strconv.ParseFloat(days, 64)
+	if err != nil {
+		return 0, err
+	}
+	const day = float64(24 * time.Hour)
+	if !(n >= 0 && n*day <= math.MaxInt64) {
+		return 0, fmt.Errorf("%s days is beyond the longest period, about 106,751 days", days)
+	}
+	return time.Duration(n * day), nil
+}
