@@ -67,6 +67,8 @@ type checkRow struct {
 	Observed, Bound, Unit        string
 	Explanation                  string
 	Proof                        *proofView
+	// Open shows the proof without a click: the first failure's is open.
+	Open bool
 }
 
 type proofView struct {
@@ -161,6 +163,9 @@ func buildPage(run *Run) *page {
 	slices.SortStableFunc(pg.Checks, func(a, b checkRow) int {
 		return verdictRank(checker.Verdict(a.VerdictClass)) - verdictRank(checker.Verdict(b.VerdictClass))
 	})
+	if len(pg.Checks) > 0 && pg.Checks[0].VerdictClass == string(checker.Fail) && pg.Checks[0].Proof != nil {
+		pg.Checks[0].Open = true
+	}
 	return pg
 }
 

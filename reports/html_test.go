@@ -90,6 +90,16 @@ func attr(n *html.Node, key string) string {
 	return ""
 }
 
+// attrOK returns the attribute key of n and whether n has it.
+func attrOK(n *html.Node, key string) (string, bool) {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val, true
+		}
+	}
+	return "", false
+}
+
 func hasClass(n *html.Node, class string) bool {
 	return strings.Contains(" "+attr(n, "class")+" ", " "+class+" ")
 }
@@ -177,8 +187,14 @@ func TestPageStructure(t *testing.T) {
 			}
 		case "fail", "unknown":
 			lastFail = i
-			if attr(r, "class") == "fail" && len(elements(r, func(n *html.Node) bool { return n.Data == "details" })) == 0 {
+			details := elements(r, func(n *html.Node) bool { return n.Data == "details" })
+			if attr(r, "class") == "fail" && len(details) == 0 {
 				t.Errorf("failed check in row %d has no proof details", i)
+			}
+			for _, d := range details {
+				if _, open := attrOK(d, "open"); open != (i == 0) {
+					t.Errorf("proof in row %d open = %v, want only the first failure's open", i, open)
+				}
 			}
 		}
 	}
