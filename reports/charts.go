@@ -24,6 +24,7 @@ import (
 
 	"github.com/rlbench/rlbench/harness/checker"
 	"github.com/rlbench/rlbench/harness/runrecord"
+	"github.com/rlbench/rlbench/limiter"
 )
 
 // chart is one figure of a report: an inline SVG, or, when the scenario has
@@ -327,9 +328,9 @@ func budgetCharts(sc *Scenario) []chart {
 		case len(keys) == 0:
 			c.Missing = fmt.Sprintf("No request was admitted on %s.", routeName(rd.route))
 		case rd.windowNs > 0:
-			c = windowChart(c, d, rd, keys, sc.Summary.Checks)
+			c = windowChart(c, d, rd, keys, rd.ownChecks(sc.Summary.Checks))
 		default:
-			c = bucketChart(c, d, rd, keys, sc.Summary.Checks)
+			c = bucketChart(c, d, rd, keys, rd.ownChecks(sc.Summary.Checks))
 		}
 		if len(rd.skipped) > 0 {
 			c.Caption += fmt.Sprintf(" Limits not drawn (they do not parse): %s.", strings.Join(rd.skipped, ", "))
@@ -358,6 +359,20 @@ func quoteAll(ss []string) []string {
 	out := make([]string, len(ss))
 	for i, s := range ss {
 		out[i] = fmt.Sprintf("%q", s)
+	}
+	return out
+}
+
+// ownChecks returns checks without the budget results of other routes'
+// limits: a budget result's scope names its limit, so that a key on several
+// routes is marked only on the chart of the limit it broke.
+func (rd *routeDigest) ownChecks(checks []checker.Result) []checker.Result {
+	var out []checker.Result
+	for _, r := range checks {
+		if r.Name == checker.CheckBudget && r.Scope != "" && !slices.ContainsFunc(rd.limits, func(l limiter.Limit) bool { return l.String() == r.Scope }) {
+			continue
+		}
+		out = append(out, r)
 	}
 	return out
 }
@@ -493,18 +508,71 @@ func bucketChart(c chart, d *digest, rd *routeDigest, keys []string, checks []ch
 	for _, ln := range envLines {
 		p.Add(ln)
 	}
+	local, err := violationBounds(rd, checks, keys, lines)
+	if err != nil {
+		c.Missing = err.Error()
+		return c
+	}
 	if err := addKeyLines(p, checks, keys, lines, ymax); err != nil {
 		c.Missing = err.Error()
 		return c
+	}
+	for i, ln := range local {
+		p.Add(ln)
+		if i == 0 {
+			p.Legend.Add("bound from the interval's start", ln)
+		}
 	}
 	p.X.Min, p.X.Max = 0, math.Max(end, seconds(binW))
 	p.Y.Min, p.Y.Max = 0, ymax
 	c.Caption = "Cumulative admitted units of each key must stay under every dashed envelope (" + strings.Join(envelopes, ", ") +
 		"), which bounds any interval starting where the curve starts; the checker tests every interval. " + keysCaption(rd, keys) + excused
 	if n := len(violations(checks, keys)); n > 0 {
-		c.Caption += fmt.Sprintf(" Red: the interval of %d failed budget check(s).", n)
+		c.Caption += fmt.Sprintf(" Red: the interval of %d failed budget check(s)", n)
+		if len(local) > 0 {
+			c.Caption += ", and the envelope restarted at its start above the key's curve there: the curve crosses it within the interval (drawn from display bins, so approximately; the proof gives the exact requests)"
+		}
+		c.Caption += "."
 	}
 	return chartOf(c, p)
+}
+
+// violationBounds returns, for each failed budget check on a drawn key
+// with a bucket limit of rd, the limit's envelope restarted at the start of
+// the proof's interval from the key's curve there, across the interval: the
+// bound the key's admissions broke.
+func violationBounds(rd *routeDigest, checks []checker.Result, keys []string, lines [][]*plotter.Line) ([]*plotter.Line, error) {
+	var out []*plotter.Line
+	for _, r := range violations(checks, keys) {
+		i := slices.Index(keys, r.Proof.Key)
+		li := slices.IndexFunc(rd.limits, func(l limiter.Limit) bool { return l.String() == r.Scope && !l.Algorithm.IsWindow() })
+		if i < 0 || li < 0 {
+			continue
+		}
+		l := rd.limits[li]
+		from, to := seconds(r.Proof.FromNs), seconds(r.Proof.ToNs)
+		y0, found := 0.0, false
+		for _, seg := range lines[i] {
+			if len(seg.XYs) == 0 || seg.XYs[0].X > from {
+				continue
+			}
+			for _, pt := range seg.XYs {
+				if pt.X <= from {
+					y0, found = pt.Y, true
+				}
+			}
+		}
+		if !found {
+			continue
+		}
+		rate := l.Rate / l.Period.Seconds()
+		ln, err := line(plotter.XYs{{X: from, Y: y0 + float64(l.Burst)}, {X: to, Y: y0 + float64(l.Burst) + rate*(to-from)}}, colorError, vg.Points(1.4), true)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ln)
+	}
+	return out, nil
 }
 
 func windowChart(c chart, d *digest, rd *routeDigest, keys []string, checks []checker.Result) chart {

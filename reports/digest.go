@@ -296,9 +296,13 @@ func newDigest(h history.Header, ss checker.ScenarioSummary, rec *runrecord.Scen
 	return d
 }
 
-// routePolicies are the limited routes: run.json's when it lists routes,
-// else the history header's policies.
+// routePolicies are the limited routes with the policies the checks held
+// them to: the history header's, which carry a claim (`rlbench run
+// --claim`) in place of what the target enforced, else run.json's routes.
 func routePolicies(h history.Header, rec *runrecord.ScenarioRecord) []history.RoutePolicy {
+	if len(h.Policies) > 0 {
+		return h.Policies
+	}
 	if rec != nil && len(rec.Routes) > 0 {
 		var out []history.RoutePolicy
 		for _, rt := range rec.Routes {

@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -173,12 +174,8 @@ func metaFacts(run *Run) []fact {
 	var fs []fact
 	if rec := run.Record; rec != nil {
 		m := rec.Meta
-		version := m.Version
-		if c := shortCommit(m.Commit); c != "" {
-			version += " " + c
-		}
 		fs = append(fs,
-			fact{Label: "rlbench", Value: version, Note: "commit " + orDash(m.Commit)},
+			fact{Label: "rlbench", Value: versionLabel(m.Version, m.Commit), Note: fmt.Sprintf("version %s, commit %s", orDash(m.Version), orDash(m.Commit))},
 			fact{Label: "Go", Value: m.GoVersion},
 			fact{Label: "machine", Value: fmt.Sprintf("%s %s/%s, %d CPUs", m.Hostname, m.OS, m.Arch, m.CPUs)},
 			fact{Label: "start", Value: m.Start.UTC().Format(time.RFC3339)},
@@ -202,6 +199,27 @@ func metaFacts(run *Run) []fact {
 	}
 	fs = append(fs, fact{Label: "summary written", Value: run.Summary.Generated.UTC().Format(time.RFC3339)})
 	return fs
+}
+
+// pseudoVersion matches a Go pseudo-version's timestamp and revision
+// ("v0.0.0-20261130200520-1b8651ffbfe0"), which name no release.
+var pseudoVersion = regexp.MustCompile(`[-.]\d{14}-[0-9a-f]{12}(?:\+[0-9A-Za-z.]+)?$`)
+
+// versionLabel is the binary's version and commit in a few words: "v0.9.0
+// 4f2c1e7" for a release, "commit 1b8651ffbfe0+dirty" for a build between
+// releases (a pseudo-version or devel), "devel" when nothing is known.
+func versionLabel(version, commit string) string {
+	c := shortCommit(commit)
+	release := version != "" && version != "devel" && !pseudoVersion.MatchString(version)
+	switch {
+	case release && c != "":
+		return version + " " + c
+	case release:
+		return version
+	case c != "":
+		return "commit " + c
+	}
+	return orDash(version)
 }
 
 // shortCommit shortens a full VCS revision to its first 12 hex digits,

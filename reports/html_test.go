@@ -18,6 +18,7 @@ import (
 	"github.com/rlbench/rlbench/harness/checker"
 	"github.com/rlbench/rlbench/harness/history"
 	"github.com/rlbench/rlbench/harness/runrecord"
+	"github.com/rlbench/rlbench/limiter"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden report and the shipped run under testdata/")
@@ -620,6 +621,20 @@ func TestNinesLabel(t *testing.T) {
 	}
 }
 
+func TestVersionLabel(t *testing.T) {
+	for _, tt := range []struct{ version, commit, want string }{
+		{"v0.9.0", "4f2c1e7", "v0.9.0 4f2c1e7"},
+		{"v0.0.0-20261130200520-1b8651ffbfe0", "1b8651ffbfe08b2ed99ecba1a30e4835ec71ab0f", "commit 1b8651ffbfe0"},
+		{"v0.9.1-0.20261130200520-1b8651ffbfe0+dirty", "1b8651ffbfe08b2ed99ecba1a30e4835ec71ab0f+dirty", "commit 1b8651ffbfe0+dirty"},
+		{"devel", "unknown", "devel"},
+		{"v1.2.3", "", "v1.2.3"},
+	} {
+		if got := versionLabel(tt.version, tt.commit); got != tt.want {
+			t.Errorf("versionLabel(%q, %q) = %q, want %q", tt.version, tt.commit, got, tt.want)
+		}
+	}
+}
+
 func TestShortCommit(t *testing.T) {
 	for _, tt := range []struct{ in, want string }{
 		{"5830657d6ad730bbae09cc47162fe795f3066087", "5830657d6ad7"},
@@ -632,4 +647,43 @@ func TestShortCommit(t *testing.T) {
 			t.Errorf("shortCommit(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
+}
+
+// TestChartsDrawTheClaim draws the budget the checks held a route to: the
+// history header's policies (a claim from `rlbench run --claim`), not the
+// policies run.json says the instances enforced, and a failed budget only
+// on the chart of the limit it broke.
+func TestChartsDrawTheClaim(t *testing.T) {
+	sc := goldenScenarios[1]
+	dir := t.TempDir()
+	writeSynthRun(t, dir, []synthScenario{sc})
+	rr := readRunRecord(t, dir)
+	rr.Scenarios[0].Routes[0].Limits = []string{"token_bucket:100/1s,burst=50"}
+	writeRunRecord(t, dir, rr)
+	doc := parse(t, render(t, dir))
+	got := figure(t, doc, sc.name, "budget-0")
+	if !strings.Contains(got, "10 req/s (burst 5)") || strings.Contains(got, "100 req/s") || !strings.Contains(got, "violation interval") {
+		t.Errorf("budget chart of a claimed route:\n%s", got)
+	}
+
+	burst9, burst10 := mustParse(t, "gcra:10/1s,burst=9"), mustParse(t, "token_bucket:10/1s,burst=10")
+	checks := []checker.Result{
+		{Name: checker.CheckBudget, Scope: burst9.String(), Verdict: checker.Fail},
+		{Name: checker.CheckBudget, Scope: burst10.String(), Verdict: checker.Pass},
+		{Name: checker.CheckRetryAfter, Verdict: checker.Fail},
+	}
+	rd := &routeDigest{limits: []limiter.Limit{burst10}}
+	own := rd.ownChecks(checks)
+	if len(own) != 2 || own[0].Scope != burst10.String() || own[1].Name != checker.CheckRetryAfter {
+		t.Errorf("ownChecks of %s = %+v, want its own budget and the retry-after check", burst10, own)
+	}
+}
+
+func mustParse(t *testing.T, spec string) limiter.Limit {
+	t.Helper()
+	l, err := limiter.ParseLimit(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
