@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"html/template"
 	"image/color"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/rlbench/rlbench/harness/checker"
 	"github.com/rlbench/rlbench/harness/runrecord"
+	"github.com/rlbench/rlbench/limiter"
 )
 
 // chart is one figure of a report: an inline SVG, or, when the scenario has
@@ -109,6 +111,7 @@ func newPlot(title, xLabel, yLabel string) *plot.Plot {
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Legend.ThumbnailWidth = 0.3 * vg.Inch
+	p.Legend.Padding = vg.Points(2.5)
 	p.Add(plotter.NewGrid())
 	return p
 }
@@ -127,7 +130,7 @@ func renderSVG(p *plot.Plot, label string) (svg template.HTML, err error) {
 		}
 	}()
 	c := vgsvg.New(chartWidth, chartHeight)
-	p.Draw(draw.New(c))
+	drawWithLegend(p, draw.New(c))
 	var buf bytes.Buffer
 	if _, err := c.WriteTo(&buf); err != nil {
 		return "", fmt.Errorf("render chart %q: %w", label, err)
@@ -140,6 +143,31 @@ func renderSVG(p *plot.Plot, label string) (svg template.HTML, err error) {
 	open := fmt.Sprintf(`<svg class="chart" viewBox="%s" role="img" aria-label="%s">`, s[m[2]:m[3]], template.HTMLEscapeString(label))
 	body := strings.ReplaceAll(s[m[1]:], "font-family:Liberation Sans;", "font-family:'Liberation Sans',Arimo,Arial,Helvetica,sans-serif;")
 	return template.HTML(open + body), nil
+}
+
+// legendGap is the space on either side of a legend drawn beside its plot.
+const legendGap = 10 // points
+
+// drawWithLegend draws p on dc with its legend in a column to the right of
+// the plot, level with the top of the data area, so that no entry covers a
+// curve, a band or a bar.
+func drawWithLegend(p *plot.Plot, dc draw.Canvas) {
+	leg := p.Legend
+	width := leg.Rectangle(dc).Size().X
+	if width <= 0 {
+		p.Draw(dc)
+		return
+	}
+	p.Legend = plot.NewLegend() // no entries: plot.Draw draws none
+	defer func() { p.Legend = leg }()
+	gap := vg.Points(legendGap)
+	p.Draw(draw.Crop(dc, 0, -(width + 2*gap), 0, 0))
+	top := vg.Length(0)
+	if p.Title.Text != "" {
+		top = p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y + p.Title.Padding
+	}
+	leg.Top, leg.Left = true, true
+	leg.Draw(draw.Crop(dc, dc.Size().X-width-gap, 0, 0, -top))
 }
 
 // chartOf renders p into c, or records the failure as c's missing line.
@@ -300,9 +328,9 @@ func budgetCharts(sc *Scenario) []chart {
 		case len(keys) == 0:
 			c.Missing = fmt.Sprintf("No request was admitted on %s.", routeName(rd.route))
 		case rd.windowNs > 0:
-			c = windowChart(c, d, rd, keys, sc.Summary.Checks)
+			c = windowChart(c, d, rd, keys, rd.ownChecks(sc.Summary.Checks))
 		default:
-			c = bucketChart(c, d, rd, keys, sc.Summary.Checks)
+			c = bucketChart(c, d, rd, keys, rd.ownChecks(sc.Summary.Checks))
 		}
 		if len(rd.skipped) > 0 {
 			c.Caption += fmt.Sprintf(" Limits not drawn (they do not parse): %s.", strings.Join(rd.skipped, ", "))
@@ -335,6 +363,20 @@ func quoteAll(ss []string) []string {
 	return out
 }
 
+// ownChecks returns checks without the budget results of other routes'
+// limits: a budget result's scope names its limit, so that a key on several
+// routes is marked only on the chart of the limit it broke.
+func (rd *routeDigest) ownChecks(checks []checker.Result) []checker.Result {
+	var out []checker.Result
+	for _, r := range checks {
+		if r.Name == checker.CheckBudget && r.Scope != "" && !slices.ContainsFunc(rd.limits, func(l limiter.Limit) bool { return l.String() == r.Scope }) {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
 // violations returns the failed budget proofs on keys.
 func violations(checks []checker.Result, keys []string) []checker.Result {
 	var out []checker.Result
@@ -346,62 +388,191 @@ func violations(checks []checker.Result, keys []string) []checker.Result {
 	return out
 }
 
+// segments splits [0, lastNs] around the excused intervals of faults on
+// the whole store: the budget check holds no request inside them to the
+// budget, so a bucket chart draws its curves and envelopes afresh after each.
+func (d *digest) segments() [][2]int64 {
+	var cuts [][2]int64
+	for _, w := range d.excused {
+		if w.instance == "" {
+			cuts = append(cuts, [2]int64{w.fromNs, w.endNs(d.lastNs)})
+		}
+	}
+	slices.SortFunc(cuts, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	var out [][2]int64
+	from := int64(0)
+	for _, c := range cuts {
+		if c[0] > from {
+			out = append(out, [2]int64{from, min(c[0], d.lastNs)})
+		}
+		from = max(from, c[1])
+	}
+	if from < d.lastNs {
+		out = append(out, [2]int64{from, d.lastNs})
+	}
+	return out
+}
+
+// addExcused shades the excused intervals of d from 0 to ymax and returns
+// the caption sentence that explains them; empty when there are none.
+func addExcused(p *plot.Plot, d *digest, rd *routeDigest, ymax float64, restart bool) (string, error) {
+	if len(d.excused) == 0 {
+		return "", nil
+	}
+	var parts []string
+	for i, w := range d.excused {
+		to := w.endNs(d.lastNs)
+		b, err := band(seconds(w.fromNs), seconds(to), 0, ymax, colorFault)
+		if err != nil {
+			return "", err
+		}
+		p.Add(b)
+		if i == 0 {
+			p.Legend.Add("excused: fault + recovery", b)
+		}
+		part := fmt.Sprintf("%s from %.3g s", w.kind, seconds(w.fromNs))
+		if w.toNs == 0 {
+			part += " to the end"
+		} else {
+			part += fmt.Sprintf(", healed at %.3g s, plus the %s recovery bound, to %.3g s", seconds(w.toNs), formatDuration(w.recoveryNs), seconds(to))
+		}
+		if w.instance != "" {
+			part += " on " + w.instance
+		}
+		parts = append(parts, part)
+	}
+	s := fmt.Sprintf(" Shaded: the drill's excused interval (%s). The budget check leaves requests answered after a fault began and sent before its recovery ended to the fault checks, since the failure mode decided them, so their %d admitted units are not counted here",
+		strings.Join(parts, "; "), rd.excusedUnits)
+	if restart {
+		s += "; curves and envelopes start afresh after each excused interval"
+	}
+	return s + ".", nil
+}
+
 func bucketChart(c chart, d *digest, rd *routeDigest, keys []string, checks []checker.Result) chart {
-	binS := seconds(d.tl.width)
+	binW := d.tl.width
 	p := newPlot(c.Title, "time since the scenario's start (s)", "admitted units since the start")
 	end := seconds(d.lastNs)
+	segs := d.segments()
 	ymax := 0.0
-	var lines []*plotter.Line
+	lines := make([][]*plotter.Line, len(keys))
 	for i, k := range keys {
 		ks := rd.keys[k]
-		xys := plotter.XYs{{X: 0, Y: 0}}
-		sum := int64(0)
-		for j, v := range ks.bins.v {
-			sum += v
-			x := float64(j+1) * binS
-			if x > end+binS {
-				break
+		for _, sg := range segs {
+			xys := plotter.XYs{{X: seconds(sg[0]), Y: 0}}
+			sum := int64(0)
+			last := int((sg[1]+binW-1)/binW) - 1
+			for j := int(sg[0] / binW); j <= last && j < len(ks.bins.v); j++ {
+				sum += ks.bins.v[j]
+				xys = append(xys, plotter.XY{X: seconds(min(int64(j+1)*binW, sg[1])), Y: float64(sum)})
 			}
-			xys = append(xys, plotter.XY{X: x, Y: float64(sum)})
+			ymax = max(ymax, float64(sum))
+			l, err := line(xys, seriesColor(i), vg.Points(1.4), false)
+			if err != nil {
+				c.Missing = err.Error()
+				return c
+			}
+			lines[i] = append(lines[i], l)
 		}
-		ymax = max(ymax, float64(sum))
-		l, err := line(xys, seriesColor(i), vg.Points(1.4), false)
-		if err != nil {
-			c.Missing = err.Error()
-			return c
-		}
-		lines = append(lines, l)
 	}
 	var envelopes []string
+	var envLines []*plotter.Line
 	for _, l := range rd.limits {
 		if l.Algorithm.IsWindow() {
 			continue
 		}
 		rate := l.Rate / l.Period.Seconds()
-		env := plotter.XYs{{X: 0, Y: float64(l.Burst)}, {X: end, Y: float64(l.Burst) + rate*end}}
-		ln, err := line(env, colorEnvelope, vg.Points(1.2), true)
-		if err != nil {
-			c.Missing = err.Error()
-			return c
+		label := fmt.Sprintf("%d + %s/s·t", l.Burst, FormatNumber(rate))
+		for j, sg := range segs {
+			a, b := seconds(sg[0]), seconds(sg[1])
+			env := plotter.XYs{{X: a, Y: float64(l.Burst)}, {X: b, Y: float64(l.Burst) + rate*(b-a)}}
+			ln, err := line(env, colorEnvelope, vg.Points(1.2), true)
+			if err != nil {
+				c.Missing = err.Error()
+				return c
+			}
+			envLines = append(envLines, ln)
+			if j == 0 {
+				p.Legend.Add("burst + rate·t: "+label, ln)
+			}
+			ymax = max(ymax, math.Min(env[1].Y, ymax*1.5+float64(l.Burst)))
 		}
-		p.Add(ln)
-		p.Legend.Add("burst + rate·t: "+l.String(), ln)
-		envelopes = append(envelopes, fmt.Sprintf("%d + %s/s·t", l.Burst, FormatNumber(rate)))
-		ymax = max(ymax, math.Min(env[1].Y, ymax*1.5+float64(l.Burst)))
+		envelopes = append(envelopes, label)
 	}
 	ymax = math.Max(ymax*1.08, 1)
+	excused, err := addExcused(p, d, rd, ymax, len(segs) > 1 || (len(segs) == 1 && segs[0][0] > 0))
+	if err != nil {
+		c.Missing = err.Error()
+		return c
+	}
+	for _, ln := range envLines {
+		p.Add(ln)
+	}
+	local, err := violationBounds(rd, checks, keys, lines)
+	if err != nil {
+		c.Missing = err.Error()
+		return c
+	}
 	if err := addKeyLines(p, checks, keys, lines, ymax); err != nil {
 		c.Missing = err.Error()
 		return c
 	}
-	p.X.Min, p.X.Max = 0, math.Max(end, binS)
+	for i, ln := range local {
+		p.Add(ln)
+		if i == 0 {
+			p.Legend.Add("bound from the interval's start", ln)
+		}
+	}
+	p.X.Min, p.X.Max = 0, math.Max(end, seconds(binW))
 	p.Y.Min, p.Y.Max = 0, ymax
 	c.Caption = "Cumulative admitted units of each key must stay under every dashed envelope (" + strings.Join(envelopes, ", ") +
-		"), which bounds any interval starting at 0; the checker tests every interval. " + keysCaption(rd, keys)
+		"), which bounds any interval starting where the curve starts; the checker tests every interval. " + keysCaption(rd, keys) + excused
 	if n := len(violations(checks, keys)); n > 0 {
-		c.Caption += fmt.Sprintf(" Red: the interval of %d failed budget check(s).", n)
+		c.Caption += fmt.Sprintf(" Red: the interval of %d failed budget check(s)", n)
+		if len(local) > 0 {
+			c.Caption += ", and the envelope restarted at its start above the key's curve there: the curve crosses it within the interval (drawn from display bins, so approximately; the proof gives the exact requests)"
+		}
+		c.Caption += "."
 	}
 	return chartOf(c, p)
+}
+
+// violationBounds returns, for each failed budget check on a drawn key
+// with a bucket limit of rd, the limit's envelope restarted at the start of
+// the proof's interval from the key's curve there, across the interval: the
+// bound the key's admissions broke.
+func violationBounds(rd *routeDigest, checks []checker.Result, keys []string, lines [][]*plotter.Line) ([]*plotter.Line, error) {
+	var out []*plotter.Line
+	for _, r := range violations(checks, keys) {
+		i := slices.Index(keys, r.Proof.Key)
+		li := slices.IndexFunc(rd.limits, func(l limiter.Limit) bool { return l.String() == r.Scope && !l.Algorithm.IsWindow() })
+		if i < 0 || li < 0 {
+			continue
+		}
+		l := rd.limits[li]
+		from, to := seconds(r.Proof.FromNs), seconds(r.Proof.ToNs)
+		y0, found := 0.0, false
+		for _, seg := range lines[i] {
+			if len(seg.XYs) == 0 || seg.XYs[0].X > from {
+				continue
+			}
+			for _, pt := range seg.XYs {
+				if pt.X <= from {
+					y0, found = pt.Y, true
+				}
+			}
+		}
+		if !found {
+			continue
+		}
+		rate := l.Rate / l.Period.Seconds()
+		ln, err := line(plotter.XYs{{X: from, Y: y0 + float64(l.Burst)}, {X: to, Y: y0 + float64(l.Burst) + rate*(to-from)}}, colorError, vg.Points(1.4), true)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ln)
+	}
+	return out, nil
 }
 
 func windowChart(c chart, d *digest, rd *routeDigest, keys []string, checks []checker.Result) chart {
@@ -415,7 +586,7 @@ func windowChart(c chart, d *digest, rd *routeDigest, keys []string, checks []ch
 	group := max(int64(1), (nWin+displayBins-1)/displayBins) // windows per point
 	ymax := limit
 	var over plotter.XYs
-	var lines []*plotter.Line
+	var lines [][]*plotter.Line
 	for i, k := range keys {
 		var xys plotter.XYs
 		for j, peak := range windowPeaks(rd.keys[k].windows, first, last, group) {
@@ -433,9 +604,14 @@ func windowChart(c chart, d *digest, rd *routeDigest, keys []string, checks []ch
 			return c
 		}
 		ln.StepStyle = plotter.PostStep
-		lines = append(lines, ln)
+		lines = append(lines, []*plotter.Line{ln})
 	}
 	ymax = ymax*1.4 + 1
+	excused, err := addExcused(p, d, rd, ymax, false)
+	if err != nil {
+		c.Missing = err.Error()
+		return c
+	}
 	lim, err := line(plotter.XYs{{X: 0, Y: limit}, {X: seconds(end), Y: limit}}, colorEnvelope, vg.Points(1.2), true)
 	if err != nil {
 		c.Missing = err.Error()
@@ -463,7 +639,7 @@ func windowChart(c chart, d *digest, rd *routeDigest, keys []string, checks []ch
 	if group > 1 {
 		c.Caption += fmt.Sprintf(", the largest of every %d windows per step", group)
 	}
-	c.Caption += fmt.Sprintf("; no aligned window may exceed %s (%s). ", FormatNumber(limit), l.String()) + keysCaption(rd, keys)
+	c.Caption += fmt.Sprintf("; no aligned window may exceed %s (%s). ", FormatNumber(limit), l.String()) + keysCaption(rd, keys) + excused
 	return chartOf(c, p)
 }
 
@@ -494,10 +670,25 @@ func nines(x float64) string {
 	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.6f", q), "0"), ".") + "%"
 }
 
+// ninesLabel prints the percentile at x with as many decimals as its nines
+// need (x = 2.73: "99.81%"), rounded down, so that it never claims a
+// percentile beyond the one drawn.
+func ninesLabel(x float64) string {
+	decimals := max(0, int(math.Ceil(x))-1)
+	scale := math.Pow(10, float64(decimals))
+	q := math.Floor(100*(1-math.Pow(10, -x))*scale+1e-9) / scale
+	return strconv.FormatFloat(q, 'f', decimals, 64) + "%"
+}
+
+// ninesTicks labels every whole nine (90%, 99%…) and the end of the axis,
+// the last percentile drawn, unless it lies too close to a whole nine.
 var ninesTicks = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
 	var ts []plot.Tick
 	for x := math.Ceil(lo); x <= hi; x++ {
 		ts = append(ts, plot.Tick{Value: x, Label: nines(x)})
+	}
+	if hi-math.Floor(hi) >= 0.25 {
+		ts = append(ts, plot.Tick{Value: hi, Label: ninesLabel(hi)})
 	}
 	return ts
 })
@@ -548,9 +739,15 @@ func latencyRoutes(rec *runrecord.ScenarioRecord) (limited, baseline []string) {
 
 func latencyCharts(sc *Scenario) []chart {
 	name := sc.Summary.Name
-	lc := chart{ID: anchor(name, "latency"), Title: "Latency by percentile, with and without the limiter"}
+	lc := chart{ID: anchor(name, "latency"), Title: "Latency by percentile"}
 	oc := chart{ID: anchor(name, "overhead"), Title: "Limiter overhead by percentile"}
 	limited, baseline := latencyRoutes(sc.Record)
+	switch {
+	case len(limited) > 0 && len(baseline) > 0:
+		lc.Title += ", with and without the limiter"
+	case len(baseline) > 0:
+		lc.Title += ", routes without the limiter"
+	}
 	if len(limited)+len(baseline) == 0 {
 		why := "No latency distribution was recorded for this scenario (run.json has none)."
 		lc.Missing, oc.Missing = why, why
@@ -580,7 +777,15 @@ func latencyCharts(sc *Scenario) []chart {
 	}
 	p.X.Min, p.X.Max = 0, math.Max(top, 1)
 	p.Y.Min = 0
-	lc.Caption = "HDR-style percentile plot from the run's histograms: x is the percentile on a log scale of nines, up to what each route's request count resolves; latency from the intended send time, so a stalled generator shows. Dashed: baseline routes."
+	lc.Caption = "HDR-style percentile plot from the run's histograms: x is the percentile on a log scale of nines, up to what each route's request count resolves; latency from the intended send time, so a stalled generator shows."
+	switch {
+	case len(baseline) > 0 && len(limited) > 0:
+		lc.Caption += " Solid: routes behind the limiter; dashed: baseline routes, the limiter bypassed."
+	case len(baseline) > 0:
+		lc.Caption += " Every route drawn is a baseline route, the limiter bypassed."
+	default:
+		lc.Caption += " Every route drawn is behind the limiter; the scenario has no baseline route to compare with."
+	}
 	lc = chartOf(lc, p)
 	if len(baseline) == 0 || len(limited) == 0 {
 		oc.Missing = "No overhead to show: the scenario needs the same traffic on a limited route and on a baseline route with the limiter bypassed."
@@ -589,12 +794,7 @@ func latencyCharts(sc *Scenario) []chart {
 	base := latencyCurve(sc.Record.Latency[baseline[0]].FromIntended)
 	op := newPlot(oc.Title, "percentile", "limited minus baseline (ms)")
 	op.X.Tick.Marker = ninesTicks
-	zero, err := line(plotter.XYs{{X: 0, Y: 0}, {X: math.Max(top, 1), Y: 0}}, colorEnvelope, vg.Points(0.8), true)
-	if err != nil {
-		oc.Missing = err.Error()
-		return []chart{lc, oc}
-	}
-	op.Add(zero)
+	otop := 0.0
 	for j, route := range limited {
 		cur := latencyCurve(sc.Record.Latency[route].FromIntended)
 		var diff plotter.XYs
@@ -608,15 +808,25 @@ func latencyCharts(sc *Scenario) []chart {
 		}
 		op.Add(l)
 		op.Legend.Add(route+" − "+baseline[0], l)
+		otop = max(otop, diff[len(diff)-1].X)
 	}
-	op.X.Min, op.X.Max = 0, math.Max(top, 1)
+	// The axis ends where the differences do: at the percentile both
+	// counts resolve.
+	otop = math.Max(otop, 1)
+	zero, err := line(plotter.XYs{{X: 0, Y: 0}, {X: otop, Y: 0}}, colorEnvelope, vg.Points(0.8), true)
+	if err != nil {
+		oc.Missing = err.Error()
+		return []chart{lc, oc}
+	}
+	op.Add(zero)
+	op.X.Min, op.X.Max = 0, otop
 	oc.Caption = fmt.Sprintf("Latency of each limited route minus the baseline %s at the same percentile, from the intended send time; up to the percentile both counts resolve.", baseline[0])
 	return []chart{lc, chartOf(oc, op)}
 }
 
 // instancesChart plots admitted, rejected and error requests per instance.
 func instancesChart(sc *Scenario) chart {
-	c := chart{ID: anchor(sc.Summary.Name, "instances"), Title: "Requests per instance (one shared budget)"}
+	c := chart{ID: anchor(sc.Summary.Name, "instances"), Title: "Requests per instance"}
 	d := sc.digest
 	if d == nil {
 		c.Missing = "No history: " + sc.HistoryError
@@ -647,7 +857,6 @@ func instancesChart(sc *Scenario) chart {
 		p.Add(b)
 		p.Legend.Add(labels[o], b)
 	}
-	p.Legend.Left = false
 	labelsX := make([]string, len(names))
 	var total int64
 	for i, n := range names {
@@ -668,7 +877,11 @@ func instancesChart(sc *Scenario) chart {
 		}
 		shares = append(shares, fmt.Sprintf("%s %d (%.1f%%)", instanceLabel(n), d.instances[n].admittedUnits, share))
 	}
-	c.Caption = fmt.Sprintf("The instances draw on one budget per key in the shared store: together they admitted %d units; per instance: %s.", total, strings.Join(shares, ", "))
+	if len(names) == 1 {
+		c.Caption = fmt.Sprintf("One instance, %s, answered every request and admitted %d units.", instanceLabel(names[0]), total)
+	} else {
+		c.Caption = fmt.Sprintf("The budget check pools the instances: a key's admissions count against its one budget whichever instance made them. Together they admitted %d units; per instance: %s.", total, strings.Join(shares, ", "))
+	}
 	return chartOf(c, p)
 }
 
@@ -778,7 +991,7 @@ func anchor(scenario, part string) string {
 
 // addKeyLines draws the violation intervals of the failed checks on keys,
 // then one line per key, with their legend entries.
-func addKeyLines(p *plot.Plot, checks []checker.Result, keys []string, lines []*plotter.Line, ymax float64) error {
+func addKeyLines(p *plot.Plot, checks []checker.Result, keys []string, lines [][]*plotter.Line, ymax float64) error {
 	for i, r := range violations(checks, keys) {
 		b, err := band(seconds(r.Proof.FromNs), seconds(r.Proof.ToNs), 0, ymax, colorViolate)
 		if err != nil {
@@ -789,9 +1002,13 @@ func addKeyLines(p *plot.Plot, checks []checker.Result, keys []string, lines []*
 			p.Legend.Add("violation interval", b)
 		}
 	}
-	for i, ln := range lines {
-		p.Add(ln)
-		p.Legend.Add(keys[i], ln)
+	for i, segs := range lines {
+		for j, ln := range segs {
+			p.Add(ln)
+			if j == 0 {
+				p.Legend.Add(keys[i], ln)
+			}
+		}
 	}
 	return nil
 }

@@ -94,6 +94,59 @@ type digest struct {
 	unrouted  int            // records on a route without limits
 	retry     retryDigest
 	proofs    []*proofDigest
+	excused   []excusedWindow
+}
+
+// excusedWindow is an interval of a drill in which the checker does not
+// hold admissions to the budget: from a fault's start to its end plus the
+// recovery bound, the fault checks judge the requests instead
+// (checker.Faults). A request is excused when it was answered after the
+// fault began and sent before the recovery ended, on the faulted instance
+// when the fault concerns one.
+type excusedWindow struct {
+	kind, instance string
+	// fromNs and toNs bound the fault in ns since the start; toNs 0 means
+	// it lasted to the end of the history.
+	fromNs, toNs int64
+	recoveryNs   int64
+}
+
+// excusedWindows are the drill's excused intervals, from run.json.
+func excusedWindows(rec *runrecord.ScenarioRecord) []excusedWindow {
+	if rec == nil || rec.Drill == nil {
+		return nil
+	}
+	var out []excusedWindow
+	for _, w := range rec.Drill.Windows {
+		out = append(out, excusedWindow{kind: w.Kind, instance: w.Instance, fromNs: w.FromNs, toNs: w.ToNs, recoveryNs: int64(rec.Drill.Recovery)})
+	}
+	return out
+}
+
+// excuses reports whether the budget check leaves r to the fault checks.
+func (w excusedWindow) excuses(r *history.Record) bool {
+	if w.instance != "" && r.Instance != w.instance {
+		return false
+	}
+	return r.ReceivedNs >= w.fromNs && (w.toNs == 0 || r.SentNs <= w.toNs+w.recoveryNs)
+}
+
+// endNs is the end of the excused interval in a history that ends at lastNs.
+func (w excusedWindow) endNs(lastNs int64) int64 {
+	if w.toNs == 0 {
+		return lastNs
+	}
+	return min(w.toNs+w.recoveryNs, max(lastNs, w.toNs))
+}
+
+// excused reports whether any excused window covers r.
+func (d *digest) isExcused(r *history.Record) bool {
+	for _, w := range d.excused {
+		if w.excuses(r) {
+			return true
+		}
+	}
+	return false
 }
 
 // instanceCounts is one instance's requests by outcome and admitted units.
@@ -112,6 +165,9 @@ type routeDigest struct {
 	keys     map[string]*keySeries
 	tracked  int
 	requests int64
+	// excusedUnits are the admitted units of excused requests, which the
+	// series leave out, as the budget check does.
+	excusedUnits int64
 }
 
 // keySeries is one key's admitted units on a route.
@@ -199,6 +255,7 @@ func newDigest(h history.Header, ss checker.ScenarioSummary, rec *runrecord.Scen
 			offset = int64(rec.ClockOffset)
 		}
 	}
+	d.excused = excusedWindows(rec)
 	align := h.Start.UnixNano() + offset
 	for _, p := range routePolicies(h, rec) {
 		rd := &routeDigest{route: p.Route, alignNs: align, keys: map[string]*keySeries{}}
@@ -239,9 +296,13 @@ func newDigest(h history.Header, ss checker.ScenarioSummary, rec *runrecord.Scen
 	return d
 }
 
-// routePolicies are the limited routes: run.json's when it lists routes,
-// else the history header's policies.
+// routePolicies are the limited routes with the policies the checks held
+// them to: the history header's, which carry a claim (`rlbench run
+// --claim`) in place of what the target enforced, else run.json's routes.
 func routePolicies(h history.Header, rec *runrecord.ScenarioRecord) []history.RoutePolicy {
+	if len(h.Policies) > 0 {
+		return h.Policies
+	}
 	if rec != nil && len(rec.Routes) > 0 {
 		var out []history.RoutePolicy
 		for _, rt := range rec.Routes {
@@ -331,7 +392,9 @@ func (d *digest) add(r *history.Record) {
 			ks := rd.series(r.Key, false)
 			ks.units += r.Cost
 			ks.requests++
-			if ks.bins != nil {
+			if d.isExcused(r) {
+				rd.excusedUnits += r.Cost
+			} else if ks.bins != nil {
 				ks.bins.add(&d.tl, r.SentNs, r.Cost)
 				if ks.windows != nil {
 					ks.windows[floorDiv(rd.alignNs+r.SentNs, rd.windowNs)] += r.Cost

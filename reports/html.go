@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,7 +40,9 @@ func WriteHTML(w io.Writer, run *Run) error {
 	return nil
 }
 
-type fact struct{ Label, Value string }
+// fact is one labelled value of a header; Note, when set, is the longer
+// explanation a reader sees on hovering it.
+type fact struct{ Label, Value, Note string }
 
 type page struct {
 	Verdict       string
@@ -65,6 +68,8 @@ type checkRow struct {
 	Observed, Bound, Unit        string
 	Explanation                  string
 	Proof                        *proofView
+	// Open shows the proof without a click: the first failure's is open.
+	Open bool
 }
 
 type proofView struct {
@@ -159,6 +164,9 @@ func buildPage(run *Run) *page {
 	slices.SortStableFunc(pg.Checks, func(a, b checkRow) int {
 		return verdictRank(checker.Verdict(a.VerdictClass)) - verdictRank(checker.Verdict(b.VerdictClass))
 	})
+	if len(pg.Checks) > 0 && pg.Checks[0].VerdictClass == string(checker.Fail) && pg.Checks[0].Proof != nil {
+		pg.Checks[0].Open = true
+	}
 	return pg
 }
 
@@ -166,19 +174,16 @@ func metaFacts(run *Run) []fact {
 	var fs []fact
 	if rec := run.Record; rec != nil {
 		m := rec.Meta
-		version := m.Version
-		if m.Commit != "" {
-			version += " (commit " + m.Commit + ")"
-		}
 		fs = append(fs,
-			fact{"rlbench", version},
-			fact{"Go", m.GoVersion},
-			fact{"machine", fmt.Sprintf("%s %s/%s, %d CPUs", m.Hostname, m.OS, m.Arch, m.CPUs)},
-			fact{"start", m.Start.UTC().Format(time.RFC3339)},
-			fact{"duration", m.Duration.Round(time.Millisecond).String()},
+			fact{Label: "rlbench", Value: versionLabel(m.Version, m.Commit), Note: fmt.Sprintf("version %s, commit %s", orDash(m.Version), orDash(m.Commit))},
+			fact{Label: "Go", Value: m.GoVersion},
+			fact{Label: "machine", Value: fmt.Sprintf("%s %s/%s, %d CPUs", m.Hostname, m.OS, m.Arch, m.CPUs)},
+			fact{Label: "start", Value: m.Start.UTC().Format(time.RFC3339)},
+			fact{Label: "duration", Value: m.Duration.Round(time.Millisecond).String()},
 		)
 		if g := m.Generator; g != nil {
-			fs = append(fs, fact{"load generator ceiling", fmt.Sprintf("%.0f req/s against a no-op handler (p50 %v, p99 %v)", g.Rate, g.P50, g.P99)})
+			fs = append(fs, fact{Label: "generator ceiling", Value: fmt.Sprintf("%.0f req/s, p99 %s", g.Rate, formatDuration(int64(g.P99))),
+				Note: fmt.Sprintf("the load generator's rate against a no-op handler on this machine (p50 %v, p99 %v)", g.P50, g.P99)})
 		}
 		var redis []string
 		for _, s := range rec.Scenarios {
@@ -187,13 +192,51 @@ func metaFacts(run *Run) []fact {
 			}
 		}
 		if len(redis) > 0 {
-			fs = append(fs, fact{"Redis", strings.Join(redis, "; ")})
+			fs = append(fs, fact{Label: "Redis", Value: strings.Join(redis, "; ")})
 		}
 	} else {
-		fs = append(fs, fact{"run record", "run.json is absent: software, machine and load are unknown"})
+		fs = append(fs, fact{Label: "run record", Value: "run.json is absent: software, machine and load are unknown"})
 	}
-	fs = append(fs, fact{"summary written", run.Summary.Generated.UTC().Format(time.RFC3339)})
+	fs = append(fs, fact{Label: "summary written", Value: run.Summary.Generated.UTC().Format(time.RFC3339)})
 	return fs
+}
+
+// pseudoVersion matches a Go pseudo-version's timestamp and revision
+// ("v0.0.0-20261130200520-1b8651ffbfe0"), which name no release.
+var pseudoVersion = regexp.MustCompile(`[-.]\d{14}-[0-9a-f]{12}(?:\+[0-9A-Za-z.]+)?$`)
+
+// versionLabel is the binary's version and commit in a few words: "v0.9.0
+// 4f2c1e7" for a release, "commit 1b8651ffbfe0+dirty" for a build between
+// releases (a pseudo-version or devel), "devel" when nothing is known.
+func versionLabel(version, commit string) string {
+	c := shortCommit(commit)
+	release := version != "" && version != "devel" && !pseudoVersion.MatchString(version)
+	switch {
+	case release && c != "":
+		return version + " " + c
+	case release:
+		return version
+	case c != "":
+		return "commit " + c
+	}
+	return orDash(version)
+}
+
+// shortCommit shortens a full VCS revision to its first 12 hex digits,
+// keeping a "+dirty" mark: "5830657d6ad7+dirty". Anything else is returned
+// as it is, "unknown" as "".
+func shortCommit(c string) string {
+	if c == "unknown" {
+		return ""
+	}
+	hash, suffix, _ := strings.Cut(c, "+")
+	if len(hash) > 12 && strings.Trim(hash, "0123456789abcdef") == "" {
+		hash = hash[:12]
+	}
+	if suffix != "" {
+		return hash + "+" + suffix
+	}
+	return hash
 }
 
 func redisLabel(r runrecord.RedisInfo) string {
@@ -224,15 +267,15 @@ func sectionOf(sc *Scenario, proofs []*proofView) section {
 	if rec := sc.Record; rec != nil {
 		s.Description = rec.Description
 		s.Facts = append(s.Facts,
-			fact{"seed", strconv.FormatInt(rec.Seed, 10)},
-			fact{"start", rec.Start.UTC().Format(time.RFC3339Nano)},
-			fact{"duration", rec.Duration.Round(time.Millisecond).String()},
-			fact{"Redis", orDash(redisLabel(rec.Redis))},
-			fact{"instances", orDash(strings.Join(rec.Instances, ", "))},
-			fact{"clock offset", fmt.Sprintf("%v ± %v", rec.ClockOffset, rec.ClockUncertainty)},
+			fact{Label: "seed", Value: strconv.FormatInt(rec.Seed, 10)},
+			fact{Label: "start", Value: rec.Start.UTC().Format(time.RFC3339Nano)},
+			fact{Label: "duration", Value: rec.Duration.Round(time.Millisecond).String()},
+			fact{Label: "Redis", Value: orDash(redisLabel(rec.Redis))},
+			fact{Label: "instances", Value: orDash(strings.Join(rec.Instances, ", "))},
+			fact{Label: "clock offset", Value: fmt.Sprintf("%v ± %v", rec.ClockOffset, rec.ClockUncertainty)},
 		)
 		if rec.Source != "" {
-			s.Facts = append(s.Facts, fact{"scenario file", rec.Source})
+			s.Facts = append(s.Facts, fact{Label: "scenario file", Value: rec.Source})
 		}
 		var routes []string
 		for _, rt := range rec.Routes {
@@ -246,10 +289,10 @@ func sectionOf(sc *Scenario, proofs []*proofView) section {
 			routes = append(routes, r)
 		}
 		if len(routes) > 0 {
-			s.Facts = append(s.Facts, fact{"routes", strings.Join(routes, "; ")})
+			s.Facts = append(s.Facts, fact{Label: "routes", Value: strings.Join(routes, "; ")})
 		}
 		if rec.Dropped > 0 {
-			s.Facts = append(s.Facts, fact{"dropped results", strconv.Itoa(rec.Dropped)})
+			s.Facts = append(s.Facts, fact{Label: "dropped results", Value: strconv.Itoa(rec.Dropped)})
 		}
 		s.Phases = rec.Phases
 		s.Latency = latencyRows(rec)
@@ -258,7 +301,7 @@ func sectionOf(sc *Scenario, proofs []*proofView) section {
 		}
 	}
 	if d := sc.digest; d != nil {
-		s.Facts = append(s.Facts, fact{"history", fmt.Sprintf("%d requests, %d keys, %d on routes without limits", d.records, len(d.keys), d.unrouted)})
+		s.Facts = append(s.Facts, fact{Label: "history", Value: fmt.Sprintf("%d requests, %d keys, %d on routes without limits", d.records, len(d.keys), d.unrouted)})
 	}
 	s.Charts = append(s.Charts, outcomesChart(sc))
 	s.Charts = append(s.Charts, budgetCharts(sc)...)

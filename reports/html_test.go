@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/rlbench/rlbench/harness/checker"
 	"github.com/rlbench/rlbench/harness/history"
 	"github.com/rlbench/rlbench/harness/runrecord"
+	"github.com/rlbench/rlbench/limiter"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden report and the shipped run under testdata/")
@@ -87,6 +89,16 @@ func attr(n *html.Node, key string) string {
 		}
 	}
 	return ""
+}
+
+// attrOK returns the attribute key of n and whether n has it.
+func attrOK(n *html.Node, key string) (string, bool) {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val, true
+		}
+	}
+	return "", false
 }
 
 func hasClass(n *html.Node, class string) bool {
@@ -176,8 +188,14 @@ func TestPageStructure(t *testing.T) {
 			}
 		case "fail", "unknown":
 			lastFail = i
-			if attr(r, "class") == "fail" && len(elements(r, func(n *html.Node) bool { return n.Data == "details" })) == 0 {
+			details := elements(r, func(n *html.Node) bool { return n.Data == "details" })
+			if attr(r, "class") == "fail" && len(details) == 0 {
 				t.Errorf("failed check in row %d has no proof details", i)
+			}
+			for _, d := range details {
+				if _, open := attrOK(d, "open"); open != (i == 0) {
+					t.Errorf("proof in row %d open = %v, want only the first failure's open", i, open)
+				}
 			}
 		}
 	}
@@ -481,4 +499,191 @@ func TestDataIsText(t *testing.T) {
 	if !inText || !inChart {
 		t.Errorf("the key shows as text: %v, in a chart: %v; want both", inText, inChart)
 	}
+}
+
+// TestExcused holds the digest to the budget check's excusal of a drill's
+// requests: answered after the fault began and sent before its recovery
+// ended, on the faulted instance when it names one.
+func TestExcused(t *testing.T) {
+	store := excusedWindow{kind: "redis_kill", fromNs: 3e9, toNs: 5e9, recoveryNs: 2e9}
+	inst := excusedWindow{kind: "instance_kill", instance: "instance-2", fromNs: 3e9, toNs: 5e9, recoveryNs: 2e9}
+	open := excusedWindow{kind: "redis_pause", fromNs: 3e9}
+	tests := []struct {
+		name           string
+		w              excusedWindow
+		instance       string
+		sentNs, recvNs int64
+		want           bool
+	}{
+		{"before the fault", store, "instance-1", 1e9, 2.9e9, false},
+		{"sent before, answered during", store, "instance-1", 2.9e9, 3.1e9, true},
+		{"during the recovery", store, "instance-1", 6.9e9, 6.95e9, true},
+		{"sent after the recovery", store, "instance-1", 7.1e9, 7.2e9, false},
+		{"another instance's fault", inst, "instance-1", 4e9, 4.1e9, false},
+		{"the faulted instance", inst, "instance-2", 4e9, 4.1e9, true},
+		{"a fault never healed", open, "instance-1", 9e9, 9.1e9, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &history.Record{Instance: tt.instance, SentNs: tt.sentNs, ReceivedNs: tt.recvNs}
+			if got := tt.w.excuses(r); got != tt.want {
+				t.Errorf("excuses(sent %d, received %d on %s) = %v, want %v", tt.sentNs, tt.recvNs, tt.instance, got, tt.want)
+			}
+		})
+	}
+
+	segs := []struct {
+		name    string
+		windows []excusedWindow
+		want    [][2]int64
+	}{
+		{"no drill", nil, [][2]int64{{0, 10e9}}},
+		{"one fault", []excusedWindow{store}, [][2]int64{{0, 3e9}, {7e9, 10e9}}},
+		{"an instance fault cuts nothing", []excusedWindow{inst}, [][2]int64{{0, 10e9}}},
+		{"overlapping faults merge", []excusedWindow{store, {fromNs: 4e9, toNs: 6e9, recoveryNs: 2e9}}, [][2]int64{{0, 3e9}, {8e9, 10e9}}},
+		{"to the end", []excusedWindow{open}, [][2]int64{{0, 3e9}}},
+	}
+	for _, tt := range segs {
+		t.Run("segments/"+tt.name, func(t *testing.T) {
+			d := &digest{lastNs: 10e9, excused: tt.windows}
+			if got := d.segments(); !slices.Equal(got, tt.want) {
+				t.Errorf("segments = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// figure returns the figure of scenario's chart part in doc, and its text.
+func figure(t *testing.T, doc *html.Node, scenario, part string) string {
+	t.Helper()
+	figs := elements(doc, func(n *html.Node) bool { return n.Data == "figure" && attr(n, "id") == anchor(scenario, part) })
+	if len(figs) != 1 {
+		t.Fatalf("%d figures %s of %s, want 1", len(figs), part, scenario)
+	}
+	return text(figs[0])
+}
+
+// TestChartsSayWhatTheyDraw holds titles, captions and axis labels to what
+// each chart draws: the excused interval of a drill, a baseline only when
+// there is one, the last percentile drawn, one instance as one instance.
+func TestChartsSayWhatTheyDraw(t *testing.T) {
+	dir := t.TempDir()
+	writeSynthRun(t, dir, goldenScenarios)
+	doc := parse(t, render(t, dir))
+
+	drill := figure(t, doc, "gcra-kill-open", "budget-0")
+	for _, want := range []string{"excused: fault + recovery", "Shaded: the drill's excused interval (redis_kill from 3 s, healed at 5 s, plus the 2 s recovery bound, to 7 s)", "start afresh"} {
+		if !strings.Contains(drill, want) {
+			t.Errorf("the drill's budget chart lacks %q:\n%s", want, drill)
+		}
+	}
+	if plain := figure(t, doc, "shared-gcra", "budget-0"); strings.Contains(plain, "excused") {
+		t.Errorf("a scenario without a drill mentions an excused interval:\n%s", plain)
+	}
+
+	lat := figure(t, doc, "shared-gcra", "latency")
+	if !strings.Contains(lat, "with and without the limiter") || !strings.Contains(lat, "dashed: baseline routes") {
+		t.Errorf("latency chart with a baseline route:\n%s", lat)
+	}
+	if !regexp.MustCompile(`99\.\d+%`).MatchString(lat) {
+		t.Errorf("the percentile axis stops at a whole nine though the curve goes on:\n%s", lat)
+	}
+
+	one := goldenScenarios[0]
+	one.instances = []string{"instance-1"}
+	dir = t.TempDir()
+	writeSynthRun(t, dir, []synthScenario{one})
+	rr := readRunRecord(t, dir)
+	rr.Scenarios[0].Routes = rr.Scenarios[0].Routes[:1]
+	delete(rr.Scenarios[0].Latency, one.baseline)
+	writeRunRecord(t, dir, rr)
+	doc = parse(t, render(t, dir))
+	lat = figure(t, doc, one.name, "latency")
+	for _, bad := range []string{"with and without", "Dashed", "dashed"} {
+		if strings.Contains(lat, bad) {
+			t.Errorf("latency chart without a baseline route says %q:\n%s", bad, lat)
+		}
+	}
+	inst := figure(t, doc, one.name, "instances")
+	if strings.Contains(inst, "shared") || !strings.Contains(inst, "One instance, instance-1,") {
+		t.Errorf("one instance's chart:\n%s", inst)
+	}
+}
+
+func TestNinesLabel(t *testing.T) {
+	for _, tt := range []struct {
+		x    float64
+		want string
+	}{{0.5, "68%"}, {1.5, "96.8%"}, {2.7, "99.80%"}, {2.732, "99.81%"}, {3.5, "99.968%"}} {
+		if got := ninesLabel(tt.x); got != tt.want {
+			t.Errorf("ninesLabel(%v) = %q, want %q", tt.x, got, tt.want)
+		}
+	}
+}
+
+func TestVersionLabel(t *testing.T) {
+	for _, tt := range []struct{ version, commit, want string }{
+		{"v0.9.0", "4f2c1e7", "v0.9.0 4f2c1e7"},
+		{"v0.0.0-20261130200520-1b8651ffbfe0", "1b8651ffbfe08b2ed99ecba1a30e4835ec71ab0f", "commit 1b8651ffbfe0"},
+		{"v0.9.1-0.20261130200520-1b8651ffbfe0+dirty", "1b8651ffbfe08b2ed99ecba1a30e4835ec71ab0f+dirty", "commit 1b8651ffbfe0+dirty"},
+		{"devel", "unknown", "devel"},
+		{"v1.2.3", "", "v1.2.3"},
+	} {
+		if got := versionLabel(tt.version, tt.commit); got != tt.want {
+			t.Errorf("versionLabel(%q, %q) = %q, want %q", tt.version, tt.commit, got, tt.want)
+		}
+	}
+}
+
+func TestShortCommit(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"5830657d6ad730bbae09cc47162fe795f3066087", "5830657d6ad7"},
+		{"5830657d6ad730bbae09cc47162fe795f3066087+dirty", "5830657d6ad7+dirty"},
+		{"4f2c1e7", "4f2c1e7"},
+		{"unknown", ""},
+		{"", ""},
+	} {
+		if got := shortCommit(tt.in); got != tt.want {
+			t.Errorf("shortCommit(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestChartsDrawTheClaim draws the budget the checks held a route to: the
+// history header's policies (a claim from `rlbench run --claim`), not the
+// policies run.json says the instances enforced, and a failed budget only
+// on the chart of the limit it broke.
+func TestChartsDrawTheClaim(t *testing.T) {
+	sc := goldenScenarios[1]
+	dir := t.TempDir()
+	writeSynthRun(t, dir, []synthScenario{sc})
+	rr := readRunRecord(t, dir)
+	rr.Scenarios[0].Routes[0].Limits = []string{"token_bucket:100/1s,burst=50"}
+	writeRunRecord(t, dir, rr)
+	doc := parse(t, render(t, dir))
+	got := figure(t, doc, sc.name, "budget-0")
+	if !strings.Contains(got, "10 req/s (burst 5)") || strings.Contains(got, "100 req/s") || !strings.Contains(got, "violation interval") {
+		t.Errorf("budget chart of a claimed route:\n%s", got)
+	}
+
+	burst9, burst10 := mustParse(t, "gcra:10/1s,burst=9"), mustParse(t, "token_bucket:10/1s,burst=10")
+	checks := []checker.Result{
+		{Name: checker.CheckBudget, Scope: burst9.String(), Verdict: checker.Fail},
+		{Name: checker.CheckBudget, Scope: burst10.String(), Verdict: checker.Pass},
+		{Name: checker.CheckRetryAfter, Verdict: checker.Fail},
+	}
+	rd := &routeDigest{limits: []limiter.Limit{burst10}}
+	own := rd.ownChecks(checks)
+	if len(own) != 2 || own[0].Scope != burst10.String() || own[1].Name != checker.CheckRetryAfter {
+		t.Errorf("ownChecks of %s = %+v, want its own budget and the retry-after check", burst10, own)
+	}
+}
+
+func mustParse(t *testing.T, spec string) limiter.Limit {
+	t.Helper()
+	l, err := limiter.ParseLimit(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }

@@ -37,6 +37,10 @@ type synthScenario struct {
 	rate       float64 // requests per second on the limited route
 	baseRate   float64 // requests per second on the baseline route
 	fault      *runrecord.FaultWindow
+	// drill, when set, makes the fault a drill the checks excuse: the
+	// limiter fails open during it (every request admitted, no headers) and
+	// its store restarts empty at the fault's end.
+	drill *runrecord.Drill
 }
 
 // synthStart is the fake clock's start: midnight UTC, so windows align.
@@ -101,11 +105,21 @@ func (s synthScenario) simulate(tb testing.TB) []history.Record {
 		}
 	}
 	out := make([]history.Record, 0, len(reqs))
+	restarted := false
 	for _, q := range reqs {
 		r := q.rec
+		if s.drill != nil && !restarted && q.decideNs >= s.fault.ToNs {
+			restarted = true
+			shared = limiter.NewMemoryStore(limiter.WithClock(clock.Now))
+			for _, in := range s.instances {
+				stores[in] = shared
+			}
+		}
 		switch {
 		case r.Route == s.baseline:
 			r.Status = 200
+		case s.fault != nil && s.drill != nil && q.decideNs >= s.fault.FromNs && q.decideNs < s.fault.ToNs:
+			r.Status = 200 // failed open
 		case s.fault != nil && r.SentNs >= s.fault.FromNs && r.SentNs < s.fault.ToNs:
 			r.Status = 503
 			r.Headers = map[string]string{"retry-after": "1"}
@@ -181,7 +195,15 @@ func writeSynthRun(tb testing.TB, dir string, scs []synthScenario) {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		rep, err := checker.Check(src, checker.Policy{})
+		var policy checker.Policy
+		if dr := s.drill; dr != nil {
+			f := &checker.Faults{Mode: checker.FailureMode(dr.Mode), Instances: dr.Instances, Timeout: dr.Timeout, Slack: dr.Slack, Recovery: dr.Recovery}
+			for _, w := range dr.Windows {
+				f.Windows = append(f.Windows, checker.FaultWindow{Kind: w.Kind, FromNs: w.FromNs, ToNs: w.ToNs, Unavailable: w.Unavailable, LosesState: w.LosesState, Instance: w.Instance})
+			}
+			policy.Faults = f
+		}
+		rep, err := checker.Check(src, policy)
 		f.Close()
 		if err != nil {
 			tb.Fatal(err)
@@ -211,6 +233,7 @@ func writeSynthRun(tb testing.TB, dir string, scs []synthScenario) {
 		if s.fault != nil {
 			sr.Faults = []runrecord.FaultWindow{*s.fault}
 		}
+		sr.Drill = s.drill
 		rr.Scenarios = append(rr.Scenarios, sr)
 		rr.Meta.Duration += s.duration + time.Second
 	}
@@ -250,5 +273,13 @@ var goldenScenarios = []synthScenario{
 		seed: 13, duration: 10 * time.Second, instances: []string{"instance-1", "instance-2"},
 		limit: "fixed_window:30/1s", route: "/v1/items", baseline: "/v1/baseline", keys: 2, rate: 50, baseRate: 10,
 		fault: &runrecord.FaultWindow{Kind: "pause", Target: "redis", FromNs: 4e9, ToNs: 6e9},
+	},
+	{
+		name: "gcra-kill-open", desc: "Redis is killed for two seconds and restarted empty; the limiter fails open meanwhile.",
+		seed: 17, duration: 10 * time.Second, instances: []string{"instance-1", "instance-2", "instance-3"},
+		limit: "gcra:10/1s,burst=10", route: "/v1/search", baseline: "/v1/baseline", keys: 3, rate: 45, baseRate: 10,
+		fault: &runrecord.FaultWindow{Kind: "redis_kill", Target: "redis", FromNs: 3e9, ToNs: 5e9},
+		drill: &runrecord.Drill{Mode: "open", Instances: 3, Timeout: 50 * time.Millisecond, Slack: 250 * time.Millisecond, Recovery: 2 * time.Second,
+			Windows: []runrecord.DrillWindow{{Kind: "redis_kill", FromNs: 3e9, ToNs: 5e9, Unavailable: true, LosesState: true}}},
 	},
 }

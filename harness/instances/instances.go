@@ -18,6 +18,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -103,6 +104,9 @@ func (in *Instance) start(ctx context.Context) error {
 			return fmt.Errorf("start instance %s: find own executable: %w", in.spec.Name, err)
 		}
 		bin = exe
+	}
+	if abs, err := filepath.Abs(bin); err == nil && strings.ContainsRune(bin, filepath.Separator) {
+		bin = abs // a path, not a name to look up on the PATH
 	}
 	args := []string{"serve", "--addr", in.addr}
 	if in.spec.Config != "" {

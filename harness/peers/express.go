@@ -53,7 +53,13 @@ func expressInstall(dir string) string {
 // returns a *NotInstalledError.
 func expressNode() (node, modules string, err error) {
 	dir := ExpressDir()
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
 	node, err = exec.LookPath("node")
+	if err == nil {
+		node, err = filepath.Abs(node)
+	}
 	if err != nil {
 		return "", "", &NotInstalledError{Peer: "express", Install: "apt-get install nodejs npm, then " + expressInstall(dir), Err: err}
 	}
@@ -131,12 +137,18 @@ func (e *Express) Names() []string {
 
 // StartExpress starts sc.Target.Instances node processes of the express
 // peer on loopback, sharing the Redis at redisURL, with the server script
-// and logs under dir. It returns a *NotInstalledError when node or the npm
-// packages are missing. Stop stops them; on error StartExpress has.
+// and logs under dir (a relative dir is taken from the working directory;
+// node is given absolute paths only). It returns a *NotInstalledError when
+// node or the npm packages are missing, and for an instance that does not
+// start, an error with what it wrote before it failed. Stop stops them; on
+// error StartExpress has.
 func StartExpress(ctx context.Context, sc *scenarios.Scenario, dir, redisURL string) (*Express, error) {
 	node, modules, err := expressNode()
 	if err != nil {
 		return nil, err
+	}
+	if dir, err = absDir(dir); err != nil {
+		return nil, fmt.Errorf("express: %w", err)
 	}
 	conf, err := ExpressConfig(sc, redisURL)
 	if err != nil {
@@ -177,6 +189,7 @@ func (e *Express) start(ctx context.Context, node, script, modules string, conf 
 		return "", fmt.Errorf("start %s: %w", node, err)
 	}
 	listening := make(chan string, 1)
+	output := &tailBuffer{} // stdout up to the listening line
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
@@ -184,6 +197,7 @@ func (e *Express) start(ctx context.Context, node, script, modules string, conf 
 				listening <- addr
 				break
 			}
+			_, _ = output.Write([]byte(sc.Text() + "\n"))
 		}
 		_, _ = io.Copy(io.Discard, stdout)
 	}()
@@ -205,8 +219,7 @@ func (e *Express) start(ctx context.Context, node, script, modules string, conf 
 		failure = fmt.Errorf("not listening after %v", startTimeout)
 	}
 	stopProcess(cmd, exited)
-	log, _ := os.ReadFile(logPath)
-	return "", fmt.Errorf("%w; log: %s", failure, strings.TrimSpace(string(log)))
+	return "", startError(fmt.Errorf("%s %s: %w", node, script, failure), output.String(), logPath)
 }
 
 // Stop stops the instances. It is safe to call twice.

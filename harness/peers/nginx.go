@@ -179,6 +179,9 @@ const NginxEnv = "RLBENCH_NGINX"
 func nginxPath() (string, error) {
 	if v := os.Getenv(NginxEnv); v != "" {
 		path, err := exec.LookPath(v)
+		if err == nil {
+			path, err = filepath.Abs(path)
+		}
 		if err != nil {
 			return "", &NotInstalledError{Peer: "nginx", Install: NginxInstall, Err: fmt.Errorf("%s=%s: %w", NginxEnv, v, err)}
 		}
@@ -186,7 +189,9 @@ func nginxPath() (string, error) {
 	}
 	path, err := exec.LookPath("nginx")
 	if err == nil {
-		return path, nil
+		if abs, aerr := filepath.Abs(path); aerr == nil {
+			return abs, nil
+		}
 	}
 	if _, serr := os.Stat("/usr/sbin/nginx"); serr == nil {
 		return "/usr/sbin/nginx", nil
@@ -197,13 +202,19 @@ func nginxPath() (string, error) {
 // StartNginx starts sc.Target.Instances nginx servers for scenario sc on
 // loopback, each on its own port with its own limit_req zones (instances do
 // not share a budget), with their files under dir, in front of one trivial
-// upstream that answers 200 "ok". It returns a *NotInstalledError when nginx
-// is not installed. Stop stops everything it started; on error, StartNginx
-// has stopped it already.
+// upstream that answers 200 "ok". A relative dir is taken from the working
+// directory; nginx is given absolute paths only. It returns a
+// *NotInstalledError when nginx is not installed, and for a server that
+// does not start, an error with what nginx wrote to stderr and error.log.
+// Stop stops everything it started; on error, StartNginx has stopped it
+// already.
 func StartNginx(ctx context.Context, sc *scenarios.Scenario, dir string) (*Nginx, error) {
 	bin, err := nginxPath()
 	if err != nil {
 		return nil, err
+	}
+	if dir, err = absDir(dir); err != nil {
+		return nil, fmt.Errorf("nginx: %w", err)
 	}
 	upLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -252,8 +263,14 @@ func (n *Nginx) start(ctx context.Context, bin string, sc *scenarios.Scenario, p
 		if err := os.WriteFile(confPath, conf, 0o644); err != nil {
 			return "", err
 		}
-		_ = os.Remove(filepath.Join(prefix, "error.log"))
-		cmd := exec.Command(bin, "-p", prefix+"/", "-c", confPath, "-e", filepath.Join(prefix, "error.log"))
+		errorLog := filepath.Join(prefix, "error.log")
+		_ = os.Remove(errorLog)
+		cmd := exec.Command(bin, "-p", prefix+"/", "-c", confPath, "-e", errorLog)
+		// NGINX writes what stops it before its error log is open (a
+		// configuration it cannot read, a log it cannot create) to stderr.
+		output := &tailBuffer{}
+		cmd.Stdout, cmd.Stderr = output, output
+		cmd.WaitDelay = time.Second // a worker left holding the pipe does not hold up Wait
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {
 			return "", fmt.Errorf("start %s: %w", bin, err)
@@ -262,9 +279,10 @@ func (n *Nginx) start(ctx context.Context, bin string, sc *scenarios.Scenario, p
 		go func() { _ = cmd.Wait(); close(exited) }()
 		if err := waitListening(ctx, addr, exited); err != nil {
 			stopProcess(cmd, exited)
-			log, _ := os.ReadFile(filepath.Join(prefix, "error.log"))
-			lastErr = fmt.Errorf("%w; error.log: %s", err, strings.TrimSpace(string(log)))
-			if ctx.Err() != nil {
+			lastErr = startError(fmt.Errorf("%s -p %s -c %s: %w", bin, prefix+"/", confPath, err), output.String(), errorLog)
+			// Only a port that another process took between freePort and
+			// nginx's bind is worth another try.
+			if ctx.Err() != nil || !strings.Contains(lastErr.Error(), "Address already in use") {
 				return "", lastErr
 			}
 			continue

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -337,5 +339,121 @@ func TestExpressSmoke(t *testing.T) {
 	e.Stop()
 	if _, err := http.Get(e.URLs()[0] + "/api/free"); err == nil {
 		t.Errorf("express still answers after Stop")
+	}
+}
+
+// TestNginxRelativeDir starts a real nginx with its files under a relative
+// directory, as `rlbench run --out rlbench-out` gives it: NGINX resolves -c
+// and -e against its -p prefix, so a relative prefix would double.
+func TestNginxRelativeDir(t *testing.T) {
+	if _, err := nginxPath(); err != nil {
+		t.Skipf("%v", err)
+	}
+	wd := t.TempDir()
+	t.Chdir(wd)
+	sc := parseScenario(t, strings.Replace(strings.Replace(nginxScenario, "%s", "gcra:1/1m,burst=3", 1), "header: X-Client-Key", "header: X-API-Key", 1))
+	n, err := StartNginx(context.Background(), sc, filepath.Join("rlbench-out", "peer-nginx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	if code, _ := get(t, n.URLs()[0]+"/api/items", "key-0000"); code != http.StatusOK {
+		t.Errorf("status %d, want 200", code)
+	}
+	conf, err := os.ReadFile(filepath.Join(wd, "rlbench-out", "peer-nginx", "nginx-1", "nginx.conf"))
+	if err != nil {
+		t.Fatalf("nginx.conf not where the relative directory points: %v", err)
+	}
+	if want := "error_log " + filepath.Join(wd, "rlbench-out", "peer-nginx", "nginx-1", "error.log"); !strings.Contains(string(conf), want) {
+		t.Errorf("nginx.conf lacks the absolute %q:\n%s", want, conf)
+	}
+}
+
+// writeScript writes an executable shell script named name in dir.
+func writeScript(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestNginxStartFailure runs an "nginx" that fails at start the way nginx
+// does: one message on stderr, one in the error log given by -e. Both reach
+// the error, and the paths it was given are absolute although the
+// directory was relative.
+func TestNginxStartFailure(t *testing.T) {
+	bin := writeScript(t, t.TempDir(), "nginx", `
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -p) prefix=$2; shift ;;
+    -c) conf=$2; shift ;;
+    -e) log=$2; shift ;;
+  esac
+  shift
+done
+case "$prefix" in /*) ;; *) echo "nginx: [emerg] relative -p $prefix" >&2; exit 1 ;; esac
+case "$conf" in /*) ;; *) echo "nginx: [emerg] relative -c $conf" >&2; exit 1 ;; esac
+case "$log" in /*) ;; *) echo "nginx: [emerg] relative -e $log" >&2; exit 1 ;; esac
+echo "nginx: [emerg] unknown directive \"limit_reqq\" in $conf:12" >&2
+echo "[emerg] 12345#12345: bind() to 127.0.0.1:1 failed (13: Permission denied)" > "$log"
+exit 1
+`)
+	t.Setenv(NginxEnv, bin)
+	t.Chdir(t.TempDir())
+	sc := parseScenario(t, strings.Replace(nginxScenario, "%s", "gcra:10/1s,burst=6", 1))
+	_, err := StartNginx(context.Background(), sc, "rel")
+	if err == nil {
+		t.Fatal("StartNginx succeeded with an nginx that exits at once")
+	}
+	for _, want := range []string{"nginx-1:", "exited before listening", `unknown directive "limit_reqq"`, "bind() to 127.0.0.1:1 failed", "error.log:"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "relative") {
+		t.Errorf("nginx was given a relative path:\n%v", err)
+	}
+}
+
+// TestExpressStartFailure runs a "node" that fails at start as node does
+// without its packages: its stderr, which goes to the instance's log, and
+// its stdout reach the error.
+func TestExpressStartFailure(t *testing.T) {
+	bin := t.TempDir()
+	writeScript(t, bin, "node", `
+case "$1" in /*) ;; *) echo "relative script $1" >&2; exit 1 ;; esac
+echo "starting"
+echo "Error: Cannot find module 'express'" >&2
+exit 1
+`)
+	t.Setenv("PATH", bin)
+	modules := t.TempDir()
+	for _, m := range expressModules {
+		if err := os.MkdirAll(filepath.Join(modules, "node_modules", m), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(modules, "node_modules", m, "package.json"), []byte(`{"name":"`+m+`"}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv(ExpressEnv, modules)
+	wd := t.TempDir()
+	t.Chdir(wd)
+	if err := os.Mkdir("rel", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := StartExpress(context.Background(), parseScenario(t, expressScenario), "rel", "redis://127.0.0.1:1/0")
+	if err == nil {
+		t.Fatal("StartExpress succeeded with a node that exits at once")
+	}
+	for _, want := range []string{"express-1:", "exited before listening", "Cannot find module 'express'", filepath.Join(wd, "rel", "express-1.log") + ":"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "relative script") {
+		t.Errorf("node was given a relative script:\n%v", err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,6 +91,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		binary = DefaultBinary
 	}
 	path, err := exec.LookPath(binary)
+	if err == nil {
+		// The server runs in its own directory: a relative path would be
+		// taken from there.
+		path, err = filepath.Abs(path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w (%v)", ErrNotInstalled, err)
 	}
@@ -97,6 +103,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		opts.ReadyTimeout = DefaultReadyTimeout
 	}
 	dir, err := os.MkdirTemp("", "redisserver-")
+	if err == nil {
+		dir, err = filepath.Abs(dir) // $TMPDIR may be relative
+	}
 	if err != nil {
 		return nil, fmt.Errorf("start redis-server: %w", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -26,6 +28,33 @@ func TestStartMissingBinary(t *testing.T) {
 	_, err := Start(context.Background(), Options{Binary: "no-such-redis-server-binary"})
 	if !errors.Is(err, ErrNotInstalled) {
 		t.Fatalf("Start = %v, want ErrNotInstalled", err)
+	}
+}
+
+// TestStartRelativePaths starts a server whose binary and temporary
+// directory are given as relative paths: the server runs in its own
+// directory, where a relative path would point elsewhere.
+func TestStartRelativePaths(t *testing.T) {
+	bin, err := exec.LookPath(DefaultBinary)
+	if err != nil {
+		t.Skipf("%v", err)
+	}
+	wd := t.TempDir()
+	t.Chdir(wd)
+	if err := os.Mkdir("tmp", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(bin, "redis-server"); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", "tmp")
+	s, err := Start(context.Background(), Options{Binary: "./redis-server"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	if err := newClient(t, s.Addr()).Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("PING: %v", err)
 	}
 }
 

@@ -113,7 +113,11 @@ func (r *Runner) logf(format string, args ...any) {
 // means the scenario could not be run or checked; failed checks are in the
 // Outcome's Report.
 func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (*Outcome, error) {
-	dir := filepath.Join(r.opts.OutDir, sc.Name)
+	// Absolute, as every path handed to a child process (instance config, peer prefix) must be.
+	dir, err := filepath.Abs(filepath.Join(r.opts.OutDir, sc.Name))
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
