@@ -73,28 +73,33 @@ func (o *outcome) decision(l *Limit) Decision {
 // and RetryAfter answer for one unit. decide reads all of s before it writes
 // out.
 func decide(p *params, s *state, now, n int64, out *state) outcome {
-	stepped := s.seen > now
-	if stepped {
-		moved := stepBack(p, s, now)
-		s = &moved
-		if out != nil && n > 0 {
-			*out = moved
-		}
+	if s.seen > now {
+		return decideStepped(p, s, now, n, out)
 	}
-	var o outcome
 	switch p.alg {
 	case TokenBucket:
-		o = tokenBucket(p, s, now, n, out)
+		return tokenBucket(p, s, now, n, out)
 	case GCRA, LeakyBucket:
-		o = gcra(p, s, now, n, out)
+		return gcra(p, s, now, n, out)
 	case FixedWindow:
-		o = fixedWindow(p, s, now, n, out)
+		return fixedWindow(p, s, now, n, out)
 	case SlidingWindowCounter:
-		o = slidingWindowCounter(p, s, now, n, out)
+		return slidingWindowCounter(p, s, now, n, out)
 	case SlidingWindowLog:
-		o = slidingWindowLog(p, s, now, n, out)
+		return slidingWindowLog(p, s, now, n, out)
 	}
-	o.stepped = stepped
+	return outcome{}
+}
+
+// decideStepped is decide for a state written after now, kept out of
+// decide's common path.
+func decideStepped(p *params, s *state, now, n int64, out *state) outcome {
+	moved := stepBack(p, s, now)
+	if out != nil && n > 0 {
+		*out = moved
+	}
+	o := decide(p, &moved, now, n, out) // moved.seen == now: no step any more
+	o.stepped = true
 	return o
 }
 
