@@ -109,7 +109,11 @@ func (c *doctorCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	if !rep.Healthy() {
-		return fmt.Errorf("%d findings: %w", rep.Findings, errChecksFailed)
+		noun := "findings"
+		if rep.Findings == 1 {
+			noun = "finding"
+		}
+		return fmt.Errorf("%d %s: %w", rep.Findings, noun, errChecksFailed)
 	}
 	return nil
 }

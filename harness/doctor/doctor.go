@@ -206,6 +206,10 @@ func Diagnose(ctx context.Context, rawURL string, opts Options) (*Report, error)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if u, err := url.Parse(rawURL); err == nil && u.Scheme != "unix" && strings.HasSuffix(u.Host, ":") {
+		// go-redis would quietly take 6379, which may be another Redis.
+		return nil, fmt.Errorf("%w %s: the port after the colon is empty; give it, as in redis://127.0.0.1:6379", ErrInvalidURL, Redact(rawURL))
+	}
 	ro, err := redis.ParseURL(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %s; want redis://[user:password@]host:port[/db], rediss://... or unix:///path", ErrInvalidURL, Redact(rawURL), red.error(err))
@@ -245,10 +249,10 @@ type diagnosis struct {
 	client  *redis.Client
 	options *redis.Options // client's, for a connection to another cluster node
 	opts    Options
-	red    redactor
-	rep    *Report
+	red     redactor
+	rep     *Report
 
-	info map[string]string // INFO fields; nil when INFO was refused
+	info    map[string]string // INFO fields; nil when INFO was refused
 	infoErr error
 }
 
@@ -453,7 +457,7 @@ func (d *diagnosis) scripting() {
 		return false
 	}
 	sha, err := d.client.ScriptLoad(d.ctx, tinyScript).Result()
-	try("SCRIPT LOAD", err)
+	loadOK := try("SCRIPT LOAD", err)
 	if err != nil {
 		sum := sha1.Sum([]byte(tinyScript))
 		sha = hex.EncodeToString(sum[:])
@@ -477,13 +481,20 @@ func (d *diagnosis) scripting() {
 	} else {
 		notes = append(notes, "the key probe was skipped: EVAL is refused")
 	}
-	if len(refused) == 0 {
+	switch {
+	case len(refused) == 0:
 		c.OK = true
 		c.Observed = "SCRIPT LOAD, EVALSHA, EVAL and TIME allowed; " + strings.Join(notes, "; ")
-	} else {
+	case len(refused) == 1 && !loadOK:
+		c.Observed = strings.Join(append(refused, notes...), "; ")
+		c.Finding = "limiters that load their scripts first cannot run here as this user: " + refused[0] +
+			" (the reference limiter can: it sends EVALSHA and falls back to EVAL)"
+	default:
 		c.Observed = strings.Join(append(refused, notes...), "; ")
 		c.Finding = "the limiter cannot run here as this user: " + strings.Join(refused, "; ") +
 			" (the reference limiter sends EVALSHA, EVAL when the script is not cached, and its scripts read TIME; limiters that load scripts first also send SCRIPT LOAD)"
+	}
+	if !c.OK {
 		c.Fix = "allow them to the limiter's user, as in ACL SETUSER <user> +evalsha +eval +script|load +time ~" + d.opts.Prefix + "* " +
 			"(or +@scripting), and do not rename or disable these commands (rename-command)"
 	}
@@ -685,6 +696,9 @@ func (d *diagnosis) clock() {
 		abs = -abs
 	}
 	c.Observed = fmt.Sprintf("Redis's clock is %v %s this host's (± %v)", round(abs), dir, round(unc))
+	if abs <= unc {
+		c.Observed = fmt.Sprintf("Redis's clock agrees with this host's within the measurement's uncertainty (± %v)", round(unc))
+	}
 	if abs-unc > d.opts.MaxClockOffset {
 		c.Finding = fmt.Sprintf("Redis's clock is more than %v off this host's: the limiter decides on Redis TIME, so its windows and resets are that far off the clients' clocks, and a failover to a server with another clock steps the limiter's time", d.opts.MaxClockOffset)
 		c.Fix = "synchronise the Redis host's clock (chrony or systemd-timesyncd against the same NTP servers as this host)"

@@ -183,7 +183,7 @@ func TestACL(t *testing.T) {
 	}{
 		{"noevalsha", []any{"-evalsha"}, "[scripting]", []string{"EVALSHA: forbidden by this user's ACL"}},
 		{"noeval", []any{"-eval"}, "[scripting]", []string{"EVAL: forbidden by this user's ACL", "the key probe was skipped"}},
-		{"noscriptload", []any{"-script|load"}, "[scripting]", []string{"SCRIPT LOAD: forbidden by this user's ACL"}},
+		{"noscriptload", []any{"-script|load"}, "[scripting]", []string{"SCRIPT LOAD: forbidden by this user's ACL", "TIME, GET, SET"}},
 		// The clock check reads TIME too.
 		{"notime", []any{"-time"}, "[scripting clock]", []string{"TIME: forbidden by this user's ACL",
 			"a script's commands on rl:{rlbench-doctor}:probe: forbidden by this user's ACL (TIME in the script"}},
@@ -210,6 +210,10 @@ func TestACL(t *testing.T) {
 			}
 			if !strings.Contains(c.Fix, "ACL SETUSER") {
 				t.Errorf("fix %q: want the ACL rule", c.Fix)
+			}
+			// Only SCRIPT LOAD refused: the reference limiter still runs.
+			if got, want := strings.Contains(c.Finding, "the reference limiter can"), tc.user == "noscriptload"; got != want {
+				t.Errorf("finding %q: says the reference limiter can run: %v, want %v", c.Finding, got, want)
 			}
 			var text, js bytes.Buffer
 			if err := rep.WriteText(&text); err != nil {
@@ -357,7 +361,7 @@ func TestUnreachable(t *testing.T) {
 }
 
 func TestInvalidInput(t *testing.T) {
-	for _, url := range []string{"http://127.0.0.1:6379", "redis://:pw@127.0.0.1:notaport", "not a url"} {
+	for _, url := range []string{"http://127.0.0.1:6379", "redis://:pw@127.0.0.1:notaport", "not a url", "redis://127.0.0.1:", "redis://:pw@127.0.0.1:/0"} {
 		_, err := doctor.Diagnose(context.Background(), url, relaxed)
 		if !errors.Is(err, doctor.ErrInvalidURL) {
 			t.Errorf("Diagnose(%q) error = %v, want ErrInvalidURL", url, err)
