@@ -7,17 +7,31 @@ package limiter
 // All quantities are int64: times in microseconds on the limiter's clock,
 // budgets in units. Emission intervals are rounded up to whole microseconds
 // (Limit.IntervalMicros), so no arithmetic drifts and none over-admits.
+//
+// Steps of the limiter's clock. Per-key time never runs backwards: every
+// state records when it was last written (seen), and a decision at a time
+// now before seen, after the clock stepped back, is taken as at seen. The
+// state's times are moved back by seen − now first (stepBack), as though no
+// time had passed since the write, and the moved state is written even when
+// the request is rejected, so the key's time runs on from now: the step
+// creates no budget, a client that had budget still has it, and a rejected
+// client's wait is the one it was told at seen, which then elapses. Time
+// between the last write and the step is not counted, so a step never
+// over-admits. A forward step is time passing: buckets refill and windows
+// roll over as they would have. Peeks decide the same way and write nothing.
 
 // state is one key's stored state under one limit; the zero value is a fresh
-// key. Its fields by algorithm:
+// key. seen is the time of the last write (0 = never written). The other
+// fields by algorithm:
 //
-//	TokenBucket:          a = tokens, b = time of the last refill (0 = never)
+//	TokenBucket:          a = tokens, b = time of the last refill
 //	GCRA, LeakyBucket:    a = theoretical arrival time (TAT)
 //	FixedWindow:          a = window start, b = count
 //	SlidingWindowCounter: a = current window start, b = previous count, c = current count
 //	SlidingWindowLog:     log = admitted units, oldest first; a = their sum
 type state struct {
 	a, b, c int64
+	seen    int64
 	log     []logEntry
 }
 
@@ -36,9 +50,12 @@ func paramsOf(l Limit) params {
 	return params{alg: l.Algorithm, interval: l.IntervalMicros(), capacity: l.Capacity()}
 }
 
-// outcome is an algorithm's verdict in microseconds, before it becomes a Decision.
+// outcome is an algorithm's verdict in microseconds, before it becomes a
+// Decision. stepped reports that the clock had stepped back behind the
+// state's last write, so the moved state must be stored even on a rejection.
 type outcome struct {
 	allowed                       bool
+	stepped                       bool
 	remaining                     int64
 	resetAfter, retryAfter, delay int64
 }
@@ -49,10 +66,16 @@ func (o *outcome) decision(l *Limit) Decision {
 
 // decide evaluates a request of cost n at time now against s and, if the
 // request is admitted and out is not nil, writes the state to store to out
-// (which may be s itself). n = 0 peeks: nothing is written, Remaining and
-// ResetAfter describe the state as it is, and Allowed and RetryAfter answer
-// for one unit. decide reads all of s before it writes out.
+// (which may be s itself). When now is before s's last write, s is first
+// moved back to now (stepBack) and, for n > 0, the moved state is written to
+// out whatever the verdict; outcome.stepped says so. n = 0 peeks: nothing is
+// written, Remaining and ResetAfter describe the state as it is, and Allowed
+// and RetryAfter answer for one unit. decide reads all of s before it writes
+// out.
 func decide(p *params, s *state, now, n int64, out *state) outcome {
+	if s.seen > now {
+		return decideStepped(p, s, now, n, out)
+	}
 	switch p.alg {
 	case TokenBucket:
 		return tokenBucket(p, s, now, n, out)
@@ -68,16 +91,54 @@ func decide(p *params, s *state, now, n int64, out *state) outcome {
 	return outcome{}
 }
 
+// decideStepped is decide for a state written after now, kept out of
+// decide's common path.
+func decideStepped(p *params, s *state, now, n int64, out *state) outcome {
+	moved := stepBack(p, s, now)
+	if out != nil && n > 0 {
+		*out = moved
+	}
+	o := decide(p, &moved, now, n, out) // moved.seen == now: no step any more
+	o.stepped = true
+	return o
+}
+
+// stepBack returns s, last written at s.seen > now, with every time it holds
+// moved back by s.seen − now: the same state as seen from now, on a clock
+// that stepped back. It never shares s's log.
+func stepBack(p *params, s *state, now int64) state {
+	d := s.seen - now
+	moved := *s
+	moved.seen = now
+	switch p.alg {
+	case TokenBucket:
+		moved.b -= d
+	case GCRA, LeakyBucket, FixedWindow, SlidingWindowCounter:
+		moved.a -= d
+	case SlidingWindowLog:
+		moved.log = make([]logEntry, len(s.log))
+		for i, e := range s.log {
+			moved.log[i] = logEntry{at: e.at - d, n: e.n}
+		}
+	}
+	return moved
+}
+
 // ask is the number of units a request asks for: n, or 1 for a peek.
 func ask(n int64) int64 { return max(n, 1) }
 
+// tokenBucket refills burst tokens at one per emission interval t, lazily:
+// the state keeps the time of the last whole refill, so a partial interval
+// is never lost. A backward step of the clock refills nothing and shortens
+// no wait (decide moves the refill time back with it); a forward step
+// refills what the time passed brings, up to the burst.
 func tokenBucket(p *params, s *state, now, n int64, out *state) outcome {
 	t, burst := p.interval, p.capacity
 	tokens, last := s.a, s.b
-	if last == 0 { // fresh key: a full bucket
+	if s.seen == 0 { // fresh key: a full bucket
 		tokens, last = burst, now
 	}
-	if elapsed := now - last; elapsed > 0 { // a clock that steps back refills nothing
+	if elapsed := now - last; elapsed > 0 {
 		if elapsed >= (burst-tokens)*t { // full again; no division needed
 			tokens, last = burst, now
 		} else {
@@ -96,7 +157,7 @@ func tokenBucket(p *params, s *state, now, n int64, out *state) outcome {
 	}
 	tokens -= n
 	if out != nil && n > 0 {
-		*out = state{a: tokens, b: last}
+		*out = state{a: tokens, b: last, seen: now}
 	}
 	return outcome{allowed: true, remaining: tokens, resetAfter: resetAfter(tokens)}
 }
@@ -104,7 +165,11 @@ func tokenBucket(p *params, s *state, now, n int64, out *state) outcome {
 // gcra is the virtual-scheduling GCRA: a request of n units is conforming if
 // its theoretical arrival time, pushed n emission intervals later, lies within
 // burst intervals of now. For LeakyBucket the same test bounds the queue and
-// the delay is the wait for the request's slot.
+// the delay is the wait for the request's slot. A backward step of the clock
+// moves the TAT back with it (decide), so the comparison is the one at the
+// last write, max(now, seen): a client that had budget keeps it and a
+// rejected one's wait does not grow by the step; a forward step lets the TAT
+// fall behind now, a full burst.
 func gcra(p *params, s *state, now, n int64, out *state) outcome {
 	t, burst := p.interval, p.capacity
 	tat := max(s.a, now)
@@ -124,7 +189,7 @@ func gcra(p *params, s *state, now, n int64, out *state) outcome {
 	}
 	o.remaining, o.resetAfter = remaining(newTAT), newTAT-now
 	if out != nil {
-		*out = state{a: newTAT}
+		*out = state{a: newTAT, seen: now}
 	}
 	return o
 }
@@ -132,14 +197,17 @@ func gcra(p *params, s *state, now, n int64, out *state) outcome {
 // windowStart is the start of the aligned window of length w holding now.
 func windowStart(now, w int64) int64 { return now - now%w }
 
+// fixedWindow counts units in windows of length w aligned on the clock. A
+// backward step moves the current window back with it (decide), so its count
+// carries on and it ends when it would have ended had the clock not stepped;
+// that window is then the key's own, unaligned, and once it ends the next
+// request starts a fresh count in the aligned window holding now, which may
+// have begun before. A forward step past the window's end is a fresh count.
 func fixedWindow(p *params, s *state, now, n int64, out *state) outcome {
 	w, limit := p.interval, p.capacity
-	start, count := windowStart(now, w), s.b
-	switch {
-	case s.a < start: // a later window: a fresh count, whatever the old key's TTL said
-		count = 0
-	case s.a > start: // the clock stepped back into an earlier window: keep counting the newer one
-		start = s.a
+	start, count := windowStart(now, w), int64(0)
+	if now < s.a+w { // the stored window still runs; else a fresh count, whatever the old key's TTL said
+		start, count = s.a, s.b
 	}
 	end := start + w - now
 	if count+ask(n) > limit {
@@ -151,24 +219,28 @@ func fixedWindow(p *params, s *state, now, n int64, out *state) outcome {
 		reset = 0
 	}
 	if out != nil && n > 0 {
-		*out = state{a: start, b: count}
+		*out = state{a: start, b: count, seen: now}
 	}
 	return outcome{allowed: true, remaining: limit - count, resetAfter: reset}
 }
 
+// slidingWindowCounter weighs the previous window's count by the part of it
+// still inside the sliding window ending now. Windows are aligned on the
+// clock when a key starts; a backward step moves the key's windows back with
+// it (decide), so the estimate is the one at the last write, and the key's
+// windows keep that phase, one after the other, until it is idle for two
+// windows and starts afresh, aligned. A forward step rolls the windows over
+// as the time passed would have.
 func slidingWindowCounter(p *params, s *state, now, n int64, out *state) outcome {
 	w, limit := p.interval, p.capacity
-	start, prev, curr := windowStart(now, w), s.b, s.c
-	switch {
-	case s.a == start:
-	case s.a == start-w:
-		prev, curr = curr, 0
-	case s.a < start-w:
-		prev, curr = 0, 0
-	default: // the clock stepped back: stay in the newer window, at its start
-		start = s.a
-	}
-	elapsed := max(now-start, 0)
+	start, prev, curr := windowStart(now, w), int64(0), int64(0)
+	switch since := now - s.a; {
+	case since < w: // the stored window still runs
+		start, prev, curr = s.a, s.b, s.c
+	case since < 2*w: // the next one: the current count becomes the previous
+		start, prev = s.a+w, s.c
+	} // else nothing weighs any more: a fresh, aligned window
+	elapsed := now - start
 	// The estimate prev·(w−elapsed)/w + curr, scaled by w to stay in integers.
 	estimate := prev*(w-elapsed) + curr*w
 	capacity := limit * w
@@ -191,7 +263,7 @@ func slidingWindowCounter(p *params, s *state, now, n int64, out *state) outcome
 	curr += n
 	estimate += n * w
 	if out != nil && n > 0 {
-		*out = state{a: start, b: prev, c: curr}
+		*out = state{a: start, b: prev, c: curr, seen: now}
 	}
 	return outcome{allowed: true, remaining: (capacity - estimate) / w, resetAfter: resetAfter(prev, curr)}
 }
@@ -215,6 +287,10 @@ func slidingCounterWait(w, limit, prev, curr, n, elapsed int64) int64 {
 	return w - elapsed + fitsAt(curr, 0)
 }
 
+// slidingWindowLog counts the units admitted in the window of length w
+// ending now. A backward step moves every entry back with it (decide), so
+// entries slide out when they would have had the clock not stepped; a
+// forward step slides out what the time passed would have.
 func slidingWindowLog(p *params, s *state, now, n int64, out *state) outcome {
 	w, limit := p.interval, p.capacity
 	log, count := s.log, s.a
@@ -247,23 +323,27 @@ func slidingWindowLog(p *params, s *state, now, n int64, out *state) outcome {
 		count += n
 	}
 	if out != nil && n > 0 {
-		*out = state{a: count, log: log}
+		*out = state{a: count, seen: now, log: log}
 	}
 	return outcome{allowed: true, remaining: limit - count, resetAfter: resetAfter(log)}
 }
 
 // fresh reports whether s decides every later request exactly as a fresh key
-// would, so a sweep may drop it.
+// would, so a sweep may drop it. A state written after now (the clock
+// stepped back) is decided as at its write, which charged it: never fresh.
 func fresh(p *params, s *state, now int64) bool {
+	if s.seen > now {
+		return false
+	}
 	switch p.alg {
 	case TokenBucket:
-		return s.b == 0 || s.a+(now-s.b)/p.interval >= p.capacity
+		return s.seen == 0 || s.a+(now-s.b)/p.interval >= p.capacity
 	case GCRA, LeakyBucket:
 		return s.a <= now
 	case FixedWindow:
-		return s.a < windowStart(now, p.interval)
+		return now >= s.a+p.interval
 	case SlidingWindowCounter:
-		return s.a < windowStart(now, p.interval)-p.interval
+		return now-s.a >= 2*p.interval
 	case SlidingWindowLog:
 		return len(s.log) == 0 || s.log[len(s.log)-1].at <= now-p.interval
 	}

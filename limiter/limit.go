@@ -5,6 +5,12 @@
 //
 // All algorithms work in whole microseconds on the limiter's clock (Redis TIME
 // for the Redis store), so both stores take the same decisions to the request.
+//
+// Per-key time never runs backwards: when the limiter's clock steps back (an
+// NTP correction, a Redis failover to a host whose clock is behind), a key is
+// decided as at its last write and then runs on from the new time, so a step
+// locks no client out and lengthens no wait; each algorithm's doc says what
+// that means for it.
 package limiter
 
 import (
@@ -23,27 +29,45 @@ const (
 	// TokenBucket is a bucket of Burst tokens refilled lazily at Rate per
 	// Period, one token per request unit (Turner, "New directions in
 	// communications", 1986). State: tokens and the time of the last refill.
+	// Clock steps: after a step back, the key decides as at its last write
+	// (it refills nothing and no wait grows) and runs on from the new time;
+	// a step forward refills what the time passed brings, up to Burst.
 	TokenBucket Algorithm = "token_bucket"
 	// GCRA is the Generic Cell Rate Algorithm in its virtual-scheduling form
 	// (ATM Forum Traffic Management 4.0, §4.4.2; ITU-T I.371). It admits
-	// exactly what TokenBucket admits but stores one value, the theoretical
-	// arrival time.
+	// exactly what TokenBucket admits but stores the theoretical arrival
+	// time (TAT) and the time of its write. Clock steps: the TAT moves back
+	// with a backward step, so a request is tested at max(now, last write)
+	// and admitted whenever the token bucket would admit it; a step forward
+	// leaves the TAT behind now, a full burst.
 	GCRA Algorithm = "gcra"
 	// LeakyBucket is the leaky bucket as a queue: an admitted request is given
 	// a Delay until its slot at Rate per Period; at most Burst units wait.
 	// It shapes egress traffic (as NGINX limit_req without nodelay does).
+	// It is GCRA with delays and takes clock steps as GCRA does: the queue
+	// moves back with a backward step, so no slot comes later than it was.
 	LeakyBucket Algorithm = "leaky_bucket"
 	// FixedWindow counts units per window of length Period aligned on the
 	// limiter's clock (windows start at multiples of Period since the Unix
-	// epoch) and admits at most Rate units per window.
+	// epoch) and admits at most Rate units per window. Clock steps: a
+	// backward step moves the current window back with it, so its count
+	// carries on and it ends when it would have had the clock not stepped;
+	// the next request after it counts in the aligned window holding its
+	// time. A forward step past the window's end is a fresh count.
 	FixedWindow Algorithm = "fixed_window"
 	// SlidingWindowLog keeps the time of every admitted unit and admits at
 	// most Rate units in any window of length Period ending now. Exact.
+	// Clock steps: a backward step moves every logged time back with it, so
+	// entries slide out when they would have had the clock not stepped; a
+	// forward step slides out what the time passed would have.
 	SlidingWindowLog Algorithm = "sliding_window_log"
 	// SlidingWindowCounter weights the previous aligned window's count by the
 	// part of it still inside the sliding window and adds the current
 	// window's count (the approximation Cloudflare described in "How we built
 	// rate limiting capable of scaling to millions of domains", 2017).
+	// Clock steps: a backward step moves the key's windows back with it, and
+	// they keep that phase until the key is idle for two windows and starts
+	// afresh, aligned; a forward step rolls the windows over.
 	SlidingWindowCounter Algorithm = "sliding_window_counter"
 )
 

@@ -118,6 +118,8 @@ type MemoryOption func(*MemoryStore)
 // WithClock makes the store read time from now instead of the system clock;
 // tests pass a fake clock. The default is the wall clock at construction
 // advanced by the monotonic clock, so a stepped system clock changes nothing.
+// A clock that steps back is handled per key as the algorithms document: a
+// key's time never runs backwards, and no client is locked out by a step.
 func WithClock(now func() time.Time) MemoryOption {
 	return func(s *MemoryStore) { s.now = func() int64 { return now().UnixMicro() } }
 }
@@ -206,7 +208,7 @@ func (s *MemoryStore) decideAt(key string, n, now int64, limits []Limit) (Decisi
 		}
 		sh.mu.Lock()
 		next, o := sh.decide(key, *l, now, n)
-		if o.allowed && n > 0 {
+		if (o.allowed || o.stepped) && n > 0 { // a stepped state is stored even on a rejection
 			sh.put(key, *l, next)
 		}
 		sh.mu.Unlock()
@@ -234,6 +236,14 @@ func (s *MemoryStore) decideAt(key string, n, now int64, limits []Limit) (Decisi
 			sh.put(key, l, next[i])
 		}
 	}
+	if !allowed && n > 0 { // nothing is charged, but states the clock stepped behind are moved
+		for _, l := range limits {
+			if st := sh.get(key, l); st.seen > now {
+				p := paramsOf(l)
+				sh.put(key, l, stepBack(&p, &st, now))
+			}
+		}
+	}
 	if !allowed { // nothing was charged: report the admitting limits as they stand
 		for i, l := range limits {
 			if ds[i].Allowed {
@@ -246,7 +256,9 @@ func (s *MemoryStore) decideAt(key string, n, now int64, limits []Limit) (Decisi
 }
 
 // SweepAt drops every key whose state at t equals a fresh key's and reports
-// how many it dropped. Later decisions are unchanged by it.
+// how many it dropped. Decisions at t and later are unchanged by it; a key
+// it dropped is a fresh key even if the clock later steps back before t, as
+// a Redis key is once its TTL has fired.
 func (s *MemoryStore) SweepAt(t time.Time) int {
 	now, dropped := t.UnixMicro(), 0
 	for i := range s.shards {

@@ -253,22 +253,12 @@ func steadyClient() []step {
 
 // Run runs the conformance suite against the stores newLimiter makes.
 func Run(t *testing.T, newLimiter Factory) {
-	t.Run("tables", func(t *testing.T) {
-		for _, tc := range tables() {
-			t.Run(tc.name, func(t *testing.T) {
-				clock := NewClock(T0)
-				l := newLimiter(t, clock.Now)
-				key := "conformance-" + tc.name
-				for i, st := range tc.steps {
-					clock.Set(T0.Add(st.at))
-					d, err := decideStep(l, key, st.cost, tc.limits)
-					if err != nil {
-						t.Fatalf("step %d (t0+%v, cost %d): %v", i, st.at, st.cost, err)
-					}
-					checkStep(t, i, st, d)
-				}
-			})
-		}
+	t.Run("tables", func(t *testing.T) { runTables(t, newLimiter, tables()) })
+	t.Run("clock_steps", func(t *testing.T) {
+		runTables(t, newLimiter, clockStepTables())
+		t.Run("never_locks_out", func(t *testing.T) { backwardStepNeverLocksOut(t, newLimiter) })
+		t.Run("forward_refills", func(t *testing.T) { forwardStepRefills(t, newLimiter) })
+		t.Run("tiers", func(t *testing.T) { tiersStepBack(t, newLimiter) })
 	})
 	t.Run("peek_does_not_consume", func(t *testing.T) { peekDoesNotConsume(t, newLimiter) })
 	t.Run("reset_restores", func(t *testing.T) { resetRestores(t, newLimiter) })
@@ -276,6 +266,26 @@ func Run(t *testing.T, newLimiter Factory) {
 	t.Run("invalid_input", func(t *testing.T) { invalidInput(t, newLimiter) })
 	t.Run("keys_are_independent", func(t *testing.T) { keysAreIndependent(t, newLimiter) })
 	t.Run("C11_extreme_rate", func(t *testing.T) { extremeRate(t, newLimiter) })
+}
+
+// runTables walks each table's timeline on a fresh limiter of its own. A
+// step's time may lie before the previous one's: the clock steps back.
+func runTables(t *testing.T, newLimiter Factory, tabs []table) {
+	for _, tc := range tabs {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := NewClock(T0)
+			l := newLimiter(t, clock.Now)
+			key := "conformance-" + tc.name
+			for i, st := range tc.steps {
+				clock.Set(T0.Add(st.at))
+				d, err := decideStep(l, key, st.cost, tc.limits)
+				if err != nil {
+					t.Fatalf("step %d (t0+%v, cost %d): %v", i, st.at, st.cost, err)
+				}
+				checkStep(t, i, st, d)
+			}
+		})
+	}
 }
 
 func decideStep(l limiter.Limiter, key string, cost int64, limits []limiter.Limit) (limiter.Decision, error) {

@@ -18,7 +18,12 @@
 // each as if it were alone.
 //
 // Time comes from Redis TIME, so instances with skewed clocks share one
-// timeline; only WithTestClock, for tests, sends a time.
+// timeline; only WithTestClock, for tests, sends a time. Every state records
+// the time of its write, so when Redis's clock steps back (a failover to a
+// replica whose clock is behind) each key is decided as at its last write
+// and then runs on from the new time, as the limiter package documents: no
+// client is locked out, and every key written keeps a TTL that ends when its
+// state is fresh on the new clock.
 //
 // Keys are "<prefix>{<identity hash>}:<policy ID>": the identity is hashed
 // with SHA-256 before it reaches Redis, so no raw API key is ever stored, and

@@ -415,8 +415,8 @@ func TestC3StaleKeyIsNewWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fmt.Sprintf("%d 1", limitertest.T0.Add(10*s).UnixMicro()); val != want {
-		t.Fatalf("state = %q, want %q: the new window with count 1", val, want)
+	if at := limitertest.T0.Add(10 * s).UnixMicro(); val != fmt.Sprintf("%d 1 %d", at, at) {
+		t.Fatalf("state = %q, want %q: the new window with count 1, written at its start", val, fmt.Sprintf("%d 1 %d", at, at))
 	}
 }
 

@@ -37,21 +37,26 @@ end
 
 -- decide_request decides the request whose keys follow KEYS[kbase] and whose
 -- limit specs start at ARGV[abase]. It writes the new states only when every
--- limit admits; when one rejects, the admitting limits are reported as they
--- stand (a peek), since nothing was charged.
+-- limit admits; when one rejects, nothing is charged, the states the clock
+-- stepped behind are moved (rebase), and the admitting limits are reported
+-- as they stand (a peek). A peek (n = 0) writes nothing.
 local function decide_request(kbase, abase, k, n)
   if k == 1 then -- the common case, without the bookkeeping below
     local p = spec(ARGV[abase])
-    local o, commit = p[1](KEYS[kbase + 1], p[2], p[3], n)
-    if o[1] == 1 and n > 0 then
-      commit()
+    local o, commit, rebase = p[1](KEYS[kbase + 1], p[2], p[3], n)
+    if n > 0 then
+      if o[1] == 1 then
+        commit()
+      elseif rebase then
+        rebase()
+      end
     end
     return o
   end
-  local outcomes, commits, admitted = {}, {}, true
+  local outcomes, commits, rebases, admitted = {}, {}, {}, true
   for i = 1, k do
     local p = spec(ARGV[abase + i - 1])
-    outcomes[i], commits[i] = p[1](KEYS[kbase + i], p[2], p[3], n)
+    outcomes[i], commits[i], rebases[i] = p[1](KEYS[kbase + i], p[2], p[3], n)
     if outcomes[i][1] == 0 then
       admitted = false
     end
@@ -63,6 +68,13 @@ local function decide_request(kbase, abase, k, n)
       end
     end
   else
+    if n > 0 then
+      for i = 1, k do
+        if rebases[i] then
+          rebases[i]()
+        end
+      end
+    end
     for i = 1, k do
       if outcomes[i][1] == 1 then
         local p = spec(ARGV[abase + i - 1])

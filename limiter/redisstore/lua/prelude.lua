@@ -15,10 +15,12 @@
 local now, ttl_slack
 
 -- algorithms maps an algorithm's name to its decide function:
---   decide(key, interval, capacity, n) -> outcome, commit
+--   decide(key, interval, capacity, n) -> outcome, commit, rebase
 -- outcome is {allowed (0/1), remaining, reset_after, retry_after, delay} in
 -- units and microseconds; commit, when the request is admitted with n > 0,
--- writes the new state and its TTL. decide itself never writes.
+-- writes the new state and its TTL; rebase, when the clock stepped back
+-- behind the state's last write, writes the state moved back, uncharged, and
+-- its TTL (see step_back). decide itself never writes.
 local algorithms = {}
 
 -- fmt formats an integer-valued number without an exponent. Lua 5.1's '%d'
@@ -60,17 +62,38 @@ local function ttl(us)
   return fmt(math.ceil(us / 1000) + 1 + ttl_slack)
 end
 
--- state reads a key written as fields space-separated integers (1 to 3)
--- and returns them; nothing when the key is absent.
-local state_patterns = {'^(%-?%d+)$', '^(%-?%d+) (%-?%d+)$', '^(%-?%d+) (%-?%d+) (%-?%d+)$'}
+-- state reads a key written as space-separated integers and returns them:
+-- fields of them, the last being seen, the time of the write; or, from a
+-- store of an earlier version that kept no seen, fields - 1 of them and nil
+-- for seen. It returns nothing when the key is absent.
+local state_patterns = {
+  '^(%-?%d+)$',
+  '^(%-?%d+) (%-?%d+)$',
+  '^(%-?%d+) (%-?%d+) (%-?%d+)$',
+  '^(%-?%d+) (%-?%d+) (%-?%d+) (%-?%d+)$',
+}
 local function state(key, fields)
   local v = redis.call('GET', key)
   if not v then
     return nil
   end
-  local a, b, c = string.match(v, state_patterns[fields])
+  local a, b, c, d = string.match(v, state_patterns[fields])
   if not a then
-    error('rlbench: malformed rate-limit state at ' .. key)
+    a, b, c, d = string.match(v, state_patterns[fields - 1])
+    if not a then
+      error('rlbench: malformed rate-limit state at ' .. key)
+    end
   end
-  return tonumber(a), tonumber(b), tonumber(c)
+  return tonumber(a), b and tonumber(b), c and tonumber(c), d and tonumber(d)
+end
+
+-- Per-key time never runs backwards (see limiter/algorithms.go): a state
+-- written at seen, after which the clock stepped back to now, is decided
+-- as at seen by moving its times back by step_back(seen) = seen - now, and
+-- the moved state is written even when the request is rejected, so that the
+-- key's time runs on from now. Each algorithm returns, besides its outcome
+-- and its commit, a rebase function that writes the moved state, or nil
+-- when the clock did not step back.
+local function step_back(seen)
+  return math.max(seen - now, 0)
 end

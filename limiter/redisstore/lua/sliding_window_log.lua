@@ -37,17 +37,50 @@ local function swl_find(key, i, stop)
   end
 end
 
+-- swl_rebase rewrites the entries from index from on, moved back by back
+-- microseconds, and drops those before it; the caller sets the TTL.
+local function swl_rebase(key, from, back)
+  local entries = redis.call('LRANGE', key, from, -1)
+  redis.call('DEL', key)
+  for i = 1, #entries, 1000 do -- RPUSH in chunks: unpack has a stack limit
+    local chunk = {}
+    for j = i, math.min(i + 999, #entries) do
+      local e = swl_entry(key, entries[j])
+      chunk[#chunk + 1] = string.format('%d %d %d', e[1] - back, e[2], e[3])
+    end
+    redis.call('RPUSH', key, unpack(chunk))
+  end
+end
+
 algorithms['sliding_window_log'] = function(key, w, limit, n)
+  -- The newest entry was the log's last write. Per-key time never runs
+  -- backwards: before it, the log is decided at its time t, and every
+  -- entry written back is moved back by t - now (step_back).
+  local newest = redis.call('LINDEX', key, -1)
+  local last, t = nil, now
+  if newest then
+    last = swl_entry(key, newest)
+    t = now + step_back(last[1])
+  end
+  local back = t - now
   -- Entries are dropped from the front only, as the Go log drops them.
-  local expired, first = swl_find(key, 0, function(e) return e[1] > now - w end)
-  local last, count = nil, 0
+  local expired, first, count = 0, nil, 0
+  if last then
+    expired, first = swl_find(key, 0, function(e) return e[1] > t - w end)
+  end
   if first then
-    last = swl_entry(key, redis.call('LINDEX', key, -1))
     count = last[3] - first[3] + first[2]
   end
   local reset = 0
-  if last then
-    reset = (last[1] - now) + w
+  if first then
+    reset = (last[1] - t) + w
+  end
+  local rebase
+  if back > 0 then
+    rebase = function()
+      swl_rebase(key, expired, back)
+      redis.call('PEXPIRE', key, ttl(w)) -- the newest entry, now at now, slides out then
+    end
   end
   local ask = math.max(n, 1)
   if count + ask > limit then
@@ -57,19 +90,21 @@ algorithms['sliding_window_log'] = function(key, w, limit, n)
       local target = first[3] - first[2] + (count + ask - limit)
       local _, e = swl_find(key, expired, function(e) return e[3] >= target end)
       if e then
-        wait = (e[1] - now) + w
+        wait = (e[1] - t) + w
       end
     end
-    return {0, limit - count, reset, wait, 0}
+    return {0, limit - count, reset, wait, 0}, nil, rebase
   end
   if n == 0 then
-    return {1, limit - count, reset, 0, 0}
+    return {1, limit - count, reset, 0, 0}, nil, rebase
   end
   return {1, limit - count - n, w, 0, 0}, function()
-    if expired > 0 then
+    if back > 0 then
+      swl_rebase(key, expired, back)
+    elseif expired > 0 then
       redis.call('LTRIM', key, expired, -1)
     end
-    if last and last[1] == now then
+    if last and last[1] - back == now then
       redis.call('LSET', key, -1, string.format('%d %d %d', now, last[2] + n, last[3] + n))
     else
       local cum = n
@@ -80,5 +115,5 @@ algorithms['sliding_window_log'] = function(key, w, limit, n)
     end
     -- Fresh, as limiter's fresh decides, once the newest entry (now) has slid out.
     redis.call('PEXPIRE', key, ttl(w))
-  end
+  end, rebase
 end

@@ -1,13 +1,21 @@
--- token_bucket.lua mirrors limiter.tokenBucket. State "tokens last": the
--- tokens left and the time of the last refill.
+-- token_bucket.lua mirrors limiter.tokenBucket. State "tokens last seen":
+-- the tokens left, the time of the last whole refill and the time of the
+-- write. A backward step of the clock moves last back with it (step_back).
+
+-- tb_write stores tokens below the burst, whose TTL is the time to refill.
+local function tb_write(key, t, burst, tokens, last)
+  redis.call('SET', key, string.format('%d %d %d', tokens, last, now), 'PX', ttl((last - now) + (burst - tokens) * t))
+end
+
 algorithms['token_bucket'] = function(key, t, burst, n)
-  local tokens, last = burst, now -- a fresh key: a full bucket
-  local a, b = state(key, 2)
+  local tokens, last, back = burst, now, 0 -- a fresh key: a full bucket
+  local a, b, seen = state(key, 3)
   if a then
-    tokens, last = a, b
+    back = step_back(seen or b)
+    tokens, last = a, b - back
   end
   local elapsed = now - last
-  if elapsed > 0 then -- a clock that steps back refills nothing
+  if elapsed > 0 then
     local refill = idiv(elapsed, t)
     if tokens + refill >= burst then
       tokens, last = burst, now
@@ -15,16 +23,18 @@ algorithms['token_bucket'] = function(key, t, burst, n)
       tokens, last = tokens + refill, last + refill * t -- keep the partial interval
     end
   end
+  local rebase
+  if back > 0 then
+    rebase = function() tb_write(key, t, burst, tokens, last) end
+  end
   local ask = math.max(n, 1)
   if tokens < ask then -- then tokens < burst: the reset is the refill
-    return {0, tokens, (last - now) + (burst - tokens) * t, (last - now) + (ask - tokens) * t, 0}
+    return {0, tokens, (last - now) + (burst - tokens) * t, (last - now) + (ask - tokens) * t, 0}, nil, rebase
   end
-  tokens = tokens - n
+  local left = tokens - n
   local reset = 0
-  if tokens < burst then
-    reset = (last - now) + (burst - tokens) * t
+  if left < burst then
+    reset = (last - now) + (burst - left) * t
   end
-  return {1, tokens, reset, 0, 0}, function()
-    redis.call('SET', key, string.format('%d %d', tokens, last), 'PX', ttl(reset))
-  end
+  return {1, left, reset, 0, 0}, function() tb_write(key, t, burst, left, last) end, rebase
 end
