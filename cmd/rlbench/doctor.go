@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/rlbench/rlbench/harness/doctor"
@@ -28,7 +27,6 @@ type doctorFlags struct {
 
 func (f *doctorFlags) flagSet() *flag.FlagSet {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	fs.BoolVar(&f.json, "json", false, "print the report as JSON (schema "+doctor.Schema+")")
 	fs.DurationVar(&f.storeTimeout, "store-timeout", resilience.DefaultTimeout, "the limiter's timeout per store call; a p99 round trip above half of it is a finding")
 	fs.DurationVar(&f.maxClockOffset, "max-clock-offset", doctor.DefaultMaxClockOffset, "a clock offset to this host beyond this is a finding")
@@ -37,51 +35,32 @@ func (f *doctorFlags) flagSet() *flag.FlagSet {
 	return fs
 }
 
-func (c *doctorCommand) Usage() string {
-	var b strings.Builder
-	b.WriteString(`Usage: rlbench doctor [flags] REDIS_URL
-
-Checks a Redis that a rate limiter will keep its state in, and prints each
+var doctorHelp = help{
+	synopsis: "rlbench doctor [flags] REDIS_URL",
+	about: `Checks a Redis that a rate limiter will keep its state in, and prints each
 finding with its fix: an eviction policy that can drop limiter state while
 maxmemory is set; scripting, EVALSHA, EVAL, SCRIPT LOAD, TIME or the
 scripts' commands refused (by trying them; the probe keys expire within a
 second); a replica or a Sentinel; in cluster mode, one identity's keys in
 one slot; round-trip latency against the store timeout; the clock offset
 to this host; the server version. Passwords in the URL are never printed.
-
 REDIS_URL is redis://[user:password@]host:port[/db], rediss://... or
-unix:///path.
-
-Flags:
-`)
-	fs := (&doctorFlags{}).flagSet()
-	fs.SetOutput(&b)
-	fs.PrintDefaults()
-	b.WriteString(`
-Exit codes: 0 healthy, 1 one or more findings, 2 unreachable or usage.
-`)
-	return b.String()
+unix:///path.`,
+	footer: `Exit codes: 0 healthy, 1 one or more findings, 2 unreachable or usage.`,
 }
+
+func (c *doctorCommand) Usage() string { return doctorHelp.text((&doctorFlags{}).flagSet()) }
 
 func (c *doctorCommand) Run(ctx context.Context, args []string) error {
 	var f doctorFlags
 	fs := f.flagSet()
-	// Flags may come before or after the URL.
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprint(c.stdout, c.Usage())
-				return err
-			}
-			return usagef("%v", err)
+	if err := parseArgs(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(c.stdout, c.Usage())
 		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
+		return err
 	}
+	positional := fs.Args()
 	if len(positional) != 1 {
 		return usagef("name one Redis URL, as in redis://127.0.0.1:6379 (got %d arguments)", len(positional))
 	}
