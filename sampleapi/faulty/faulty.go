@@ -17,7 +17,18 @@
 //	retry-after-short  Retry-After one second short of the truth (retry-after; case C5)
 //	half-token         half a token rounded up to a whole one, admitting early (budget)
 //	no-timeout         fail-open with no timeout: requests hang on a paused Redis (fault-latency; case C10)
-//	leftmost-xff       the leftmost X-Forwarded-For entry, written by the client, names it
+//	leftmost-xff       the leftmost X-Forwarded-For entry, written by the client, names it (budget)
+//	tier-charged-on-reject  a request one limit rejects is charged to the limits that admitted it (false-rejections)
+//	ttl-wrong-unit     keys expire after the right number of milliseconds where seconds are meant (budget)
+//	retry-after-ms     Retry-After carries the wait in milliseconds (retry-after)
+//	retry-after-zero   Retry-After is the wait rounded down: 0 for a wait under a second (retry-after)
+//	time-rewind        a token bucket decides on a clock read before its transaction, and a stale
+//	                   reading moves its refill time back under contention (budget)
+//	pooled-5pct-over   every limit enforced with a burst and rate 5% above the declared ones (budget)
+//	sliding-counter-as-fixed  a fixed window served where a sliding window counter is declared (budget)
+//	queue-no-delay     a leaky bucket as a queue whose admitted requests do not wait for their slot (queue-delay)
+//	lru-keys           state kept for the last 4 keys only: an evicted key starts afresh (budget)
+//	reset-epoch        the RateLimit reset is a Unix time where seconds from now are meant (ratelimit-fields)
 package faulty
 
 import (
@@ -26,6 +37,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,6 +59,17 @@ const (
 	HalfToken        = "half-token"
 	NoTimeout        = "no-timeout"
 	LeftmostXFF      = "leftmost-xff"
+
+	TierChargedOnReject   = "tier-charged-on-reject"
+	TTLWrongUnit          = "ttl-wrong-unit"
+	RetryAfterMillis      = "retry-after-ms"
+	RetryAfterZero        = "retry-after-zero"
+	TimeRewind            = "time-rewind"
+	PooledOver            = "pooled-5pct-over"
+	SlidingCounterAsFixed = "sliding-counter-as-fixed"
+	QueueNoDelay          = "queue-no-delay"
+	LRUKeys               = "lru-keys"
+	ResetEpoch            = "reset-epoch"
 )
 
 // DefaultNonAtomicDelay is the pause of NonAtomic between reading a key's
@@ -82,7 +105,8 @@ type Variant struct {
 	// itself, so that no resilience wrapper may be put around it.
 	OwnFailureMode bool
 
-	delay time.Duration
+	delay time.Duration // NonAtomic's pause between read and write
+	keys  int           // LRUKeys' number of keys kept
 	open  func(ctx context.Context, v Variant, env Env) (limiter.Limiter, func() error, error)
 	wrap  func(http.Handler) http.Handler
 }
@@ -98,6 +122,16 @@ var variants = []Variant{
 	{Name: HalfToken, Fault: "rounds the tokens left to the nearest whole one, granting half a token as a whole one", NeedsRedis: true, open: openHalfToken},
 	{Name: NoTimeout, Fault: "fails open with no timeout: requests hang while Redis is paused", NeedsRedis: true, OwnFailureMode: true, open: openNoTimeout},
 	{Name: LeftmostXFF, Fault: "trusts the leftmost X-Forwarded-For entry, which the client writes, as the client address", open: openReference, wrap: trustLeftmostXFF},
+	{Name: TierChargedOnReject, Fault: "with several limits, a request one of them rejects is still charged to those that admitted it", NeedsRedis: true, open: openTierChargedOnReject},
+	{Name: TTLWrongUnit, Fault: "sets each key's TTL in milliseconds to its number of seconds: state expires long before its window ends", NeedsRedis: true, open: openTTLWrongUnit},
+	{Name: RetryAfterMillis, Fault: "Retry-After carries the wait in milliseconds where seconds are meant", open: openRetryAfterMillis},
+	{Name: RetryAfterZero, Fault: "Retry-After is the wait rounded down to whole seconds: 0, retry at once, for a wait under a second", open: openRetryAfterZero, wrap: retryAfterInSeconds},
+	{Name: TimeRewind, Fault: "a token bucket reads the clock before its transaction and stores that time even when older than the stored one: under contention a stale time rewinds the bucket, which refills the same time twice", NeedsRedis: true, open: openTimeRewind},
+	{Name: PooledOver, Fault: "enforces every limit with a burst and rate 5% above the declared ones, so the instances' pooled budget is 5% over", open: openPooledOver},
+	{Name: SlidingCounterAsFixed, Fault: "serves a fixed window where a sliding window counter is declared", open: openSlidingCounterAsFixed},
+	{Name: QueueNoDelay, Fault: "a leaky bucket as a queue that admits requests into their slots without delaying them", open: openQueueNoDelay},
+	{Name: LRUKeys, Fault: "keeps per-key state for the most recently used keys only (4 unless lru-keys:N): an evicted key starts again with a full budget", open: openLRUKeys},
+	{Name: ResetEpoch, Fault: "the RateLimit reset is the Unix time in seconds at which the budget is full, where the seconds until then are meant", open: openResetEpoch},
 }
 
 // Names returns the names of every variant, in the order of the package
@@ -111,15 +145,16 @@ func Names() []string {
 }
 
 // Lookup returns the variant called name. NonAtomic takes its delay after a
-// colon, "non-atomic:20ms". Errors wrap ErrUnknownVariant, or describe a
-// bad parameter.
+// colon, "non-atomic:20ms", and LRUKeys the number of keys it keeps,
+// "lru-keys:8". Errors wrap ErrUnknownVariant, or describe a bad parameter.
 func Lookup(name string) (Variant, error) {
 	base, param, hasParam := strings.Cut(name, ":")
 	for _, v := range variants {
 		if v.Name != base {
 			continue
 		}
-		if v.Name == NonAtomic {
+		switch {
+		case v.Name == NonAtomic:
 			v.delay = DefaultNonAtomicDelay
 			if hasParam {
 				d, err := time.ParseDuration(param)
@@ -128,7 +163,16 @@ func Lookup(name string) (Variant, error) {
 				}
 				v.delay = d
 			}
-		} else if hasParam {
+		case v.Name == LRUKeys:
+			v.keys = DefaultLRUKeys
+			if hasParam {
+				n, err := strconv.Atoi(param)
+				if err != nil || n < 1 {
+					return Variant{}, fmt.Errorf("faulty variant %s: keys %q: want a whole number of keys above 0, such as 4", base, param)
+				}
+				v.keys = n
+			}
+		case hasParam:
 			return Variant{}, fmt.Errorf("faulty variant %s takes no parameter", base)
 		}
 		return v, nil
@@ -156,7 +200,8 @@ func (v Variant) Open(ctx context.Context, env Env) (limiter.Limiter, func() err
 }
 
 // Handler wraps the instance's HTTP handler for the variants whose fault
-// lies before the limiter (LeftmostXFF); for the others it returns h.
+// lies in the HTTP layer, before the limiter (LeftmostXFF) or after it
+// (RetryAfterZero); for the others it returns h.
 func (v Variant) Handler(h http.Handler) http.Handler {
 	if v.wrap == nil {
 		return h

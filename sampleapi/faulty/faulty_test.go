@@ -108,7 +108,13 @@ func TestLookup(t *testing.T) {
 	if v, _ := Lookup(NonAtomic); v.delay != DefaultNonAtomicDelay {
 		t.Errorf("default delay = %v, want %v", v.delay, DefaultNonAtomicDelay)
 	}
-	for _, bad := range []string{"", "reference", "no-ttl:1s", "non-atomic:soon", "non-atomic:-1ms"} {
+	if v, _ := Lookup(LRUKeys); v.keys != DefaultLRUKeys {
+		t.Errorf("default keys = %d, want %d", v.keys, DefaultLRUKeys)
+	}
+	if v, err := Lookup("lru-keys:8"); err != nil || v.keys != 8 {
+		t.Errorf("Lookup(lru-keys:8) = %d keys, %v; want 8", v.keys, err)
+	}
+	for _, bad := range []string{"", "reference", "no-ttl:1s", "non-atomic:soon", "non-atomic:-1ms", "lru-keys:0", "lru-keys:many", "retry-after-ms:1"} {
 		if _, err := Lookup(bad); err == nil {
 			t.Errorf("Lookup(%q) succeeded, want an error", bad)
 		}
@@ -148,7 +154,7 @@ func TestGoStoreMatchesReference(t *testing.T) {
 	defer client.Close()
 	steps := []step{{0, 1}, {0, 1}, {0, 1}, {100 * time.Millisecond, 1}, {250 * time.Millisecond, 2}, {400 * time.Millisecond, 1},
 		{time.Second, 1}, {1200 * time.Millisecond, 1}, {1900 * time.Millisecond, 2}, {2 * time.Second, 1}, {2 * time.Second, 1}, {5 * time.Second, 3}}
-	for _, spec := range []string{"gcra:5/1s,burst=3", "fixed_window:3/1s", "gcra:30/1m,burst=3"} {
+	for _, spec := range []string{"gcra:5/1s,burst=3", "fixed_window:3/1s", "gcra:30/1m,burst=3", "token_bucket:5/1s,burst=3", "token_bucket:30/1m,burst=3"} {
 		t.Run(spec, func(t *testing.T) {
 			l := mustLimit(t, spec)
 			clock := &fakeClock{}
@@ -190,8 +196,8 @@ func TestGoStoreMatchesReference(t *testing.T) {
 			}
 		})
 	}
-	if _, err := newGoStore(client).AllowN(context.Background(), "k", 1, mustLimit(t, "token_bucket:1/1s,burst=1")); !errors.Is(err, limiter.ErrInvalidLimit) {
-		t.Errorf("token bucket error = %v, want ErrInvalidLimit", err)
+	if _, err := newGoStore(client).AllowN(context.Background(), "k", 1, mustLimit(t, "sliding_window_log:1/1s")); !errors.Is(err, limiter.ErrInvalidLimit) {
+		t.Errorf("sliding window log error = %v, want ErrInvalidLimit", err)
 	}
 }
 
@@ -333,43 +339,48 @@ func TestRejectedConsumesAndHalfToken(t *testing.T) {
 	}
 }
 
-// TestFixedAsSliding: 2 per second admitted at 900 ms; at 1.1 s the
-// declared sliding window log still holds them, the fixed window served in
-// its place has started afresh.
-func TestFixedAsSliding(t *testing.T) {
-	l := mustLimit(t, "sliding_window_log:2/1s")
+// TestServedAsFixed: 2 per second admitted at 900 ms; at 1.1 s the
+// declared sliding window (log, or counter whose estimate still weighs the
+// previous window at 0.9) still holds them, the fixed window served in its
+// place has started afresh.
+func TestServedAsFixed(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		want bool
-	}{{"reference", false}, {FixedAsSliding, true}} {
-		t.Run(tc.name, func(t *testing.T) {
-			clock := &fakeClock{t: t0.Add(900 * time.Millisecond)}
-			env := Env{Clock: clock.now}
-			lim := openVariantOrRef(t, tc.name, env)
-			ctx := context.Background()
-			for range 2 {
-				if d, err := lim.AllowN(ctx, "k", 1, l); err != nil || !d.Allowed {
-					t.Fatalf("at 900ms: %+v, %v; want admitted", d, err)
+		variant, spec string
+	}{{FixedAsSliding, "sliding_window_log:2/1s"}, {SlidingCounterAsFixed, "sliding_window_counter:2/1s"}} {
+		l := mustLimit(t, tc.spec)
+		for _, run := range []struct {
+			name string
+			want bool
+		}{{"reference", false}, {tc.variant, true}} {
+			t.Run(tc.variant+"/"+run.name, func(t *testing.T) {
+				clock := &fakeClock{t: t0.Add(900 * time.Millisecond)}
+				env := Env{Clock: clock.now}
+				lim := openVariantOrRef(t, run.name, env)
+				ctx := context.Background()
+				for range 2 {
+					if d, err := lim.AllowN(ctx, "k", 1, l); err != nil || !d.Allowed {
+						t.Fatalf("at 900ms: %+v, %v; want admitted", d, err)
+					}
 				}
-			}
-			clock.set(t0.Add(1100 * time.Millisecond))
-			d, err := lim.AllowN(ctx, "k", 1, l)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d.Allowed != tc.want {
-				t.Fatalf("at 1.1s: Allowed = %v, want %v", d.Allowed, tc.want)
-			}
-			if d.Limit != l {
-				t.Fatalf("decision's limit = %v, want the declared %v", d.Limit, l)
-			}
-			if p, err := lim.Peek(ctx, "k", l); err != nil || p.Limit != l {
-				t.Fatalf("Peek: %+v, %v; want the declared limit", p, err)
-			}
-			if err := lim.Reset(ctx, "k", l); err != nil {
-				t.Fatal(err)
-			}
-		})
+				clock.set(t0.Add(1100 * time.Millisecond))
+				d, err := lim.AllowN(ctx, "k", 1, l)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d.Allowed != run.want {
+					t.Fatalf("at 1.1s: Allowed = %v, want %v", d.Allowed, run.want)
+				}
+				if d.Limit != l {
+					t.Fatalf("decision's limit = %v, want the declared %v", d.Limit, l)
+				}
+				if p, err := lim.Peek(ctx, "k", l); err != nil || p.Limit != l {
+					t.Fatalf("Peek: %+v, %v; want the declared limit", p, err)
+				}
+				if err := lim.Reset(ctx, "k", l); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
 	}
 }
 

@@ -22,10 +22,13 @@ import (
 // another client wrote first), on Redis TIME, with every key written under
 // a TTL. Each field below switches on one fault.
 //
-// It decides GCRA (the sample API's default) and fixed window limits, the
-// two its scenarios use; other algorithms are rejected with
-// limiter.ErrInvalidLimit. State: GCRA "TAT", fixed window "start count",
-// in microseconds on the store's clock, under the reference store's keys.
+// It decides GCRA (the sample API's default), token bucket and fixed window
+// limits, those its scenarios use; other algorithms are rejected with
+// limiter.ErrInvalidLimit. State: GCRA "TAT", token bucket "tokens last",
+// fixed window "start count", in microseconds on the store's clock, under
+// the reference store's keys. Its clock runs forward (Redis TIME, or a
+// test's clock): unlike the reference it makes no provision for a clock
+// that steps back.
 type goStore struct {
 	client redis.UniversalClient
 	keys   *redisstore.Store // names keys as the reference store does
@@ -42,6 +45,19 @@ type goStore struct {
 	// halfToken admits when the tokens left, rounded to the nearest whole
 	// number, cover the cost (the HalfToken fault).
 	halfToken bool
+	// chargeAdmittingTiers, on a request one limit rejects, writes the
+	// state of every limit that admitted it as if it had been admitted
+	// there (the TierChargedOnReject fault).
+	chargeAdmittingTiers bool
+	// ttlSecondsAsMillis gives each key a TTL of the right number in the
+	// wrong unit: the seconds to keep it, as milliseconds (the TTLWrongUnit
+	// fault).
+	ttlSecondsAsMillis bool
+	// staleNow reads the clock once, before the transaction, and decides
+	// every attempt on that reading; rewind then lets a token bucket's
+	// refill time move back to a now older than it, and writes the state
+	// of rejected requests too (the TimeRewind fault).
+	staleNow, rewind bool
 
 	// afterRead, when set, runs between reading the state and writing it
 	// back: tests interleave another decision there.
@@ -87,8 +103,10 @@ func (s *goStore) check(n int64, limits []limiter.Limit) error {
 		return err
 	}
 	for _, l := range limits {
-		if l.Algorithm != limiter.GCRA && l.Algorithm != limiter.FixedWindow {
-			return fmt.Errorf("%w: %s: this store decides gcra and fixed_window only", limiter.ErrInvalidLimit, l.Algorithm)
+		switch l.Algorithm {
+		case limiter.GCRA, limiter.TokenBucket, limiter.FixedWindow:
+		default:
+			return fmt.Errorf("%w: %s: this store decides gcra, token_bucket and fixed_window only", limiter.ErrInvalidLimit, l.Algorithm)
 		}
 	}
 	return nil
@@ -110,8 +128,15 @@ type write struct {
 
 func (s *goStore) decide(ctx context.Context, key string, n int64, limits []limiter.Limit) (limiter.Decision, error) {
 	ks := s.storageKeys(key, limits)
+	var before int64 // the clock read before the transaction (staleNow); 0: read within it
+	if s.staleNow {
+		var err error
+		if before, err = s.now(ctx); err != nil {
+			return limiter.Decision{}, err
+		}
+	}
 	if s.racy {
-		d, writes, err := s.read(ctx, s.client, ks, n, limits)
+		d, writes, err := s.read(ctx, s.client, ks, n, limits, before)
 		if err != nil || len(writes) == 0 {
 			return d, err
 		}
@@ -141,7 +166,7 @@ func (s *goStore) decide(ctx context.Context, key string, n int64, limits []limi
 		err := s.client.Watch(ctx, func(tx *redis.Tx) error {
 			var writes []write
 			var err error
-			if d, writes, err = s.read(ctx, tx, ks, n, limits); err != nil || len(writes) == 0 {
+			if d, writes, err = s.read(ctx, tx, ks, n, limits, before); err != nil || len(writes) == 0 {
 				return err
 			}
 			if s.afterRead != nil {
@@ -170,16 +195,18 @@ func setAll(ctx context.Context, p redis.Pipeliner, writes []write) {
 	}
 }
 
-// read reads the states of ks, decides, and returns the decision with the
-// states to write (none when nothing is charged).
-func (s *goStore) read(ctx context.Context, r redis.Cmdable, ks []string, n int64, limits []limiter.Limit) (limiter.Decision, []write, error) {
+// read reads the states of ks, decides at now (or, when now is 0, on the
+// clock read after the states), and returns the decision with the states to
+// write (none when nothing is charged).
+func (s *goStore) read(ctx context.Context, r redis.Cmdable, ks []string, n int64, limits []limiter.Limit, now int64) (limiter.Decision, []write, error) {
 	vals, err := r.MGet(ctx, ks...).Result()
 	if err != nil {
 		return limiter.Decision{}, nil, fmt.Errorf("redis read: %w", err)
 	}
-	now, err := s.now(ctx)
-	if err != nil {
-		return limiter.Decision{}, nil, err
+	if now == 0 {
+		if now, err = s.now(ctx); err != nil {
+			return limiter.Decision{}, nil, err
+		}
 	}
 	ds := make([]limiter.Decision, len(limits))
 	writes := make([]write, 0, len(limits))
@@ -194,25 +221,52 @@ func (s *goStore) read(ctx context.Context, r redis.Cmdable, ks []string, n int6
 		switch l.Algorithm {
 		case limiter.GCRA:
 			ds[i], next[0], ttl = s.gcra(l, st[0], now, n)
+		case limiter.TokenBucket:
+			ds[i], next, ttl = tokenBucket(l, st, now, n, s.rewind)
 		case limiter.FixedWindow:
 			ds[i], next, ttl = fixedWindow(l, st, now, n)
 		}
 		admitted = admitted && ds[i].Allowed
 		value := strconv.FormatInt(next[0], 10)
-		if l.Algorithm == limiter.FixedWindow {
+		if l.Algorithm != limiter.GCRA {
 			value += " " + strconv.FormatInt(next[1], 10)
 		}
-		writes = append(writes, write{key: ks[i], value: value, ttl: ttlOf(ttl)})
+		writes = append(writes, write{key: ks[i], value: value, ttl: s.ttlOf(ttl)})
 	}
 	d := limiter.Combine(ds)
-	if n == 0 || (!admitted && !s.chargeRejected) {
+	switch {
+	case n == 0:
 		return d, nil, nil
+	case admitted, s.chargeRejected:
+		return d, writes, nil
+	case s.chargeAdmittingTiers:
+		charged := writes[:0]
+		for i, w := range writes {
+			if ds[i].Allowed {
+				charged = append(charged, w)
+			}
+		}
+		return d, charged, nil
+	case s.rewind:
+		// The rejected request's refill, and its rewound time, are stored too.
+		var stored []write
+		for i, w := range writes {
+			if limits[i].Algorithm == limiter.TokenBucket {
+				stored = append(stored, w)
+			}
+		}
+		return d, stored, nil
 	}
-	return d, writes, nil
+	return d, nil, nil
 }
 
-// ttlOf is a TTL of us microseconds rounded up to whole milliseconds, at least 1 ms.
-func ttlOf(us int64) time.Duration {
+// ttlOf is a TTL of us microseconds rounded up to whole milliseconds, at
+// least 1 ms; with ttlSecondsAsMillis, us rounded up to whole seconds, at
+// least 1, taken as milliseconds.
+func (s *goStore) ttlOf(us int64) time.Duration {
+	if s.ttlSecondsAsMillis {
+		return time.Duration(max((us+999_999)/1_000_000, 1)) * time.Millisecond
+	}
 	return time.Duration(max((us+999)/1000, 1)) * time.Millisecond
 }
 
@@ -269,6 +323,41 @@ func (s *goStore) gcra(l limiter.Limit, stored, now, n int64) (limiter.Decision,
 		return limiter.NewDecision(l, true, remaining(tat), tat-now, 0, 0), tat, tat - now
 	}
 	return limiter.NewDecision(l, true, remaining(newTAT), newTAT-now, 0, 0), newTAT, newTAT - now
+}
+
+// tokenBucket is limiter's token bucket (algorithms.go) on a clock that runs
+// forward: it returns the decision, the new state (tokens, time of the last
+// whole refill) and its TTL, the time to refill. n = 0 peeks. With rewind, a
+// now before the last refill moves the refill time back to it, so the time
+// between them is refilled a second time later.
+func tokenBucket(l limiter.Limit, st [2]int64, now, n int64, rewind bool) (limiter.Decision, [2]int64, int64) {
+	t, burst := l.IntervalMicros(), l.Capacity()
+	tokens, last := st[0], st[1]
+	if last == 0 { // fresh key: a full bucket
+		tokens, last = burst, now
+	}
+	if elapsed := now - last; elapsed > 0 {
+		if elapsed >= (burst-tokens)*t {
+			tokens, last = burst, now
+		} else {
+			refill := elapsed / t
+			tokens, last = tokens+refill, last+refill*t // keep the partial interval
+		}
+	} else if rewind {
+		last = now
+	}
+	resetAfter := func(tok int64) int64 {
+		if tok >= burst {
+			return 0
+		}
+		return last + (burst-tok)*t - now
+	}
+	ttl := func(tok int64) int64 { return max(resetAfter(tok), 1) }
+	if tokens < max(n, 1) {
+		return limiter.NewDecision(l, false, tokens, resetAfter(tokens), last+(max(n, 1)-tokens)*t-now, 0), [2]int64{tokens, last}, ttl(tokens)
+	}
+	tokens -= n
+	return limiter.NewDecision(l, true, tokens, resetAfter(tokens), 0, 0), [2]int64{tokens, last}, ttl(tokens)
 }
 
 // fixedWindow is limiter's fixed window (algorithms.go), on windows aligned

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -40,62 +42,178 @@ func openHalfToken(_ context.Context, _ Variant, env Env) (limiter.Limiter, func
 	return openGoStore(env, func(s *goStore) { s.halfToken = true })
 }
 
-// fixedAsSliding serves every sliding window log limit as a fixed window of
-// the same limit and window, and reports the declared limit in its
-// decisions, as a limiter that documents one algorithm and runs another.
-type fixedAsSliding struct{ limiter.Limiter }
+func openTierChargedOnReject(_ context.Context, _ Variant, env Env) (limiter.Limiter, func() error, error) {
+	return openGoStore(env, func(s *goStore) { s.chargeAdmittingTiers = true })
+}
 
-func openFixedAsSliding(ctx context.Context, v Variant, env Env) (limiter.Limiter, func() error, error) {
+func openTTLWrongUnit(_ context.Context, _ Variant, env Env) (limiter.Limiter, func() error, error) {
+	return openGoStore(env, func(s *goStore) { s.ttlSecondsAsMillis = true })
+}
+
+func openTimeRewind(_ context.Context, _ Variant, env Env) (limiter.Limiter, func() error, error) {
+	return openGoStore(env, func(s *goStore) { s.staleNow, s.rewind = true, true })
+}
+
+// adjusted is a limiter that enforces other limits than the declared ones,
+// or reports its decisions otherwise than it took them: serve maps each
+// declared limit to the one enforced (nil: as declared), and answer rewrites
+// each decision (nil: unchanged). Decisions carry the declared limit, as a
+// limiter that documents one policy and enforces another reports it.
+type adjusted struct {
+	limiter.Limiter
+	serve  func(limiter.Limit) limiter.Limit
+	answer func(limiter.Decision) limiter.Decision
+}
+
+// openAdjusted opens the reference limiter on env behind adjusted's serve and answer.
+func openAdjusted(ctx context.Context, v Variant, env Env, serve func(limiter.Limit) limiter.Limit, answer func(limiter.Decision) limiter.Decision) (limiter.Limiter, func() error, error) {
 	ref, closeRef, err := openReference(ctx, v, env)
 	if err != nil {
 		return nil, nil, err
 	}
-	return fixedAsSliding{ref}, closeRef, nil
+	return adjusted{Limiter: ref, serve: serve, answer: answer}, closeRef, nil
 }
 
-// served returns the limits actually enforced for the declared ones.
-func served(declared []limiter.Limit) []limiter.Limit {
+// served returns the limits enforced for the declared ones.
+func (a adjusted) served(declared []limiter.Limit) []limiter.Limit {
+	if a.serve == nil {
+		return declared
+	}
 	out := make([]limiter.Limit, len(declared))
 	for i, l := range declared {
-		if l.Algorithm == limiter.SlidingWindowLog {
-			l.Algorithm = limiter.FixedWindow
-		}
-		out[i] = l
+		out[i] = a.serve(l)
 	}
 	return out
 }
 
-// declare puts back the declared limit in a decision taken on served ones.
-func declare(d limiter.Decision, declared, servedAs []limiter.Limit) limiter.Decision {
+// report puts back the declared limit in a decision taken on the served
+// ones, and rewrites it with answer.
+func (a adjusted) report(d limiter.Decision, declared, servedAs []limiter.Limit) limiter.Decision {
 	for i, l := range servedAs {
 		if d.Limit == l {
-			return withLimit(d, declared[i], d.RetryAfter)
+			d = rebuild(d, declared[i], d.ResetAfter, d.RetryAfter, d.Delay)
+			break
 		}
+	}
+	if a.answer != nil {
+		d = a.answer(d)
 	}
 	return d
 }
 
-// withLimit rebuilds d under limit l with the wait retryAfter.
-func withLimit(d limiter.Decision, l limiter.Limit, retryAfter time.Duration) limiter.Decision {
-	out := limiter.NewDecision(l, d.Allowed, d.Remaining, d.ResetAfter.Microseconds(), retryAfter.Microseconds(), d.Delay.Microseconds())
+// rebuild is d under limit l with the given reset, wait and delay.
+func rebuild(d limiter.Decision, l limiter.Limit, resetAfter, retryAfter, delay time.Duration) limiter.Decision {
+	out := limiter.NewDecision(l, d.Allowed, d.Remaining, resetAfter.Microseconds(), retryAfter.Microseconds(), delay.Microseconds())
 	out.Degraded = d.Degraded
 	return out
 }
 
-func (f fixedAsSliding) AllowN(ctx context.Context, key string, n int64, limits ...limiter.Limit) (limiter.Decision, error) {
-	s := served(limits)
-	d, err := f.Limiter.AllowN(ctx, key, n, s...)
-	return declare(d, limits, s), err
+func (a adjusted) AllowN(ctx context.Context, key string, n int64, limits ...limiter.Limit) (limiter.Decision, error) {
+	s := a.served(limits)
+	d, err := a.Limiter.AllowN(ctx, key, n, s...)
+	if err != nil {
+		return d, err
+	}
+	return a.report(d, limits, s), nil
 }
 
-func (f fixedAsSliding) Peek(ctx context.Context, key string, limits ...limiter.Limit) (limiter.Decision, error) {
-	s := served(limits)
-	d, err := f.Limiter.Peek(ctx, key, s...)
-	return declare(d, limits, s), err
+func (a adjusted) Peek(ctx context.Context, key string, limits ...limiter.Limit) (limiter.Decision, error) {
+	s := a.served(limits)
+	d, err := a.Limiter.Peek(ctx, key, s...)
+	if err != nil {
+		return d, err
+	}
+	return a.report(d, limits, s), nil
 }
 
-func (f fixedAsSliding) Reset(ctx context.Context, key string, limits ...limiter.Limit) error {
-	return f.Limiter.Reset(ctx, key, served(limits)...)
+func (a adjusted) Reset(ctx context.Context, key string, limits ...limiter.Limit) error {
+	return a.Limiter.Reset(ctx, key, a.served(limits)...)
+}
+
+// servedAs returns a serve function enforcing every limit of algorithm
+// declared as one of algorithm actual, same limit and window.
+func servedAs(declared, actual limiter.Algorithm) func(limiter.Limit) limiter.Limit {
+	return func(l limiter.Limit) limiter.Limit {
+		if l.Algorithm == declared {
+			l.Algorithm = actual
+		}
+		return l
+	}
+}
+
+func openFixedAsSliding(ctx context.Context, v Variant, env Env) (limiter.Limiter, func() error, error) {
+	return openAdjusted(ctx, v, env, servedAs(limiter.SlidingWindowLog, limiter.FixedWindow), nil)
+}
+
+func openSlidingCounterAsFixed(ctx context.Context, v Variant, env Env) (limiter.Limiter, func() error, error) {
+	return openAdjusted(ctx, v, env, servedAs(limiter.SlidingWindowCounter, limiter.FixedWindow), nil)
+}
+
+// pooledOverPercent is how far PooledOver's limits exceed the declared ones.
+const pooledOverPercent = 5
+
+// overByPercent is c raised by pooledOverPercent, rounded up.
+func overByPercent(c int64) int64 { return c + (c*pooledOverPercent+99)/100 }
+
+// pooledOver enforces l with its burst (a window's limit) and rate
+// pooledOverPercent higher, the burst rounded up.
+func pooledOver(l limiter.Limit) limiter.Limit {
+	if l.Algorithm.IsWindow() {
+		l.Rate = float64(overByPercent(int64(l.Rate)))
+		if l.Burst != 0 {
+			l.Burst = int64(l.Rate)
+		}
+		return l
+	}
+	l.Burst = overByPercent(l.Burst)
+	l.Rate *= 1 + pooledOverPercent/100.0
+	return l
+}
+
+func openPooledOver(ctx context.Context, v Variant, env Env) (limiter.Limiter, func() error, error) {
+	return openAdjusted(ctx, v, env, pooledOver, nil)
+}
+
+// openRetryAfterShort: rejections announce a wait one second shorter than
+// the real one (never below zero, so a wait under a second still reads
+// Retry-After: 1).
+func openRetryAfterShort(ctx context.Context, v Variant, env Env) (limiter.Limiter, func() error, error) {
+	return openAdjusted(ctx, v, env, nil, func(d limiter.Decision) limiter.Decision {
+		if d.Allowed {
+			return d
+		}
+		return rebuild(d, d.Limit, d.ResetAfter, d.RetryAfter-time.Second, d.Delay)
+	})
+}
+
+// openRetryAfterMillis: rejections announce the wait in milliseconds, which
+// Retry-After then carries as if they were seconds.
+func openRetryAfterMillis(ctx context.Context, v Variant, env Env) (limiter.Limiter, func() error, error) {
+	return openAdjusted(ctx, v, env, nil, func(d limiter.Decision) limiter.Decision {
+		if d.Allowed {
+			return d
+		}
+		ms := min(d.RetryAfter, limiter.MaxWait/1000) * 1000 // microseconds become milliseconds
+		return rebuild(d, d.Limit, d.ResetAfter, ms, d.Delay)
+	})
+}
+
+// openQueueNoDelay: the leaky bucket as a queue admits a request into its
+// slot, and the request proceeds at once instead of waiting for it.
+func openQueueNoDelay(ctx context.Context, v Variant, env Env) (limiter.Limiter, func() error, error) {
+	return openAdjusted(ctx, v, env, nil, func(d limiter.Decision) limiter.Decision {
+		return rebuild(d, d.Limit, d.ResetAfter, d.RetryAfter, 0)
+	})
+}
+
+// openResetEpoch: the reset (RateLimit t, RateLimit-Reset) is the Unix time
+// in seconds at which the budget is full, on the instance's clock, where the
+// seconds until then are meant.
+func openResetEpoch(ctx context.Context, v Variant, env Env) (limiter.Limiter, func() error, error) {
+	return openAdjusted(ctx, v, env, nil, func(d limiter.Decision) limiter.Decision {
+		epoch := time.Duration(env.Clock().UnixMicro()) * time.Microsecond
+		return rebuild(d, d.Limit, epoch+min(d.ResetAfter, limiter.MaxWait-epoch), d.RetryAfter, d.Delay)
+	})
 }
 
 // noTTL is the reference Redis store whose keys lose their TTL: after each
@@ -127,27 +245,6 @@ func (s noTTL) AllowN(ctx context.Context, key string, n int64, limits ...limite
 		return limiter.Decision{}, fmt.Errorf("redis persist: %w", err)
 	}
 	return d, nil
-}
-
-// retryAfterShort is the reference limiter whose rejections announce a
-// wait one second shorter than the real one (never below zero, so a wait
-// under a second still reads Retry-After: 1).
-type retryAfterShort struct{ limiter.Limiter }
-
-func openRetryAfterShort(ctx context.Context, v Variant, env Env) (limiter.Limiter, func() error, error) {
-	ref, closeRef, err := openReference(ctx, v, env)
-	if err != nil {
-		return nil, nil, err
-	}
-	return retryAfterShort{ref}, closeRef, nil
-}
-
-func (r retryAfterShort) AllowN(ctx context.Context, key string, n int64, limits ...limiter.Limit) (limiter.Decision, error) {
-	d, err := r.Limiter.AllowN(ctx, key, n, limits...)
-	if err != nil || d.Allowed {
-		return d, err
-	}
-	return withLimit(d, d.Limit, d.RetryAfter-time.Second), nil
 }
 
 // noTimeoutWait stands for "no timeout" in the resilience wrapper, which
@@ -192,3 +289,67 @@ func trustLeftmostXFF(h http.Handler) http.Handler {
 		h.ServeHTTP(w, r)
 	})
 }
+
+// retryAfterFloor is the reference limiter whose rejections' exact wait
+// reaches the HTTP layer (retryAfterInSeconds) through the request's
+// context, where it is written as whole seconds rounded down.
+type retryAfterFloor struct{ limiter.Limiter }
+
+func openRetryAfterZero(ctx context.Context, v Variant, env Env) (limiter.Limiter, func() error, error) {
+	ref, closeRef, err := openReference(ctx, v, env)
+	if err != nil {
+		return nil, nil, err
+	}
+	return retryAfterFloor{ref}, closeRef, nil
+}
+
+// waitSlot carries a rejection's exact wait from the limiter to the
+// response of the request that asked; set once, read after.
+type waitSlot struct {
+	mu   sync.Mutex
+	wait time.Duration
+	set  bool
+}
+
+type waitSlotKey struct{}
+
+func (r retryAfterFloor) AllowN(ctx context.Context, key string, n int64, limits ...limiter.Limit) (limiter.Decision, error) {
+	d, err := r.Limiter.AllowN(ctx, key, n, limits...)
+	if slot, ok := ctx.Value(waitSlotKey{}).(*waitSlot); ok && err == nil && !d.Allowed {
+		slot.mu.Lock()
+		slot.wait, slot.set = d.RetryAfter, true
+		slot.mu.Unlock()
+	}
+	return d, err
+}
+
+// retryAfterInSeconds writes the Retry-After of every 429 as the exact wait
+// in whole seconds rounded down, as int(reset - now) does: 0 for a wait
+// under a second, which tells the client to retry at once.
+func retryAfterInSeconds(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		slot := &waitSlot{}
+		h.ServeHTTP(&floorWriter{ResponseWriter: w, slot: slot}, r.WithContext(context.WithValue(r.Context(), waitSlotKey{}, slot)))
+	})
+}
+
+// floorWriter rewrites Retry-After as the status of a rejection is written.
+type floorWriter struct {
+	http.ResponseWriter
+	slot *waitSlot
+}
+
+func (f *floorWriter) WriteHeader(code int) {
+	if code == http.StatusTooManyRequests {
+		f.slot.mu.Lock()
+		wait, set := f.slot.wait, f.slot.set
+		f.slot.mu.Unlock()
+		if set {
+			f.Header().Set("Retry-After", strconv.FormatInt(int64(wait/time.Second), 10))
+		}
+	}
+	f.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (f *floorWriter) Unwrap() http.ResponseWriter { return f.ResponseWriter }
