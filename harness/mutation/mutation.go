@@ -43,6 +43,9 @@ const (
 	// checkKeyTTL fails when a key was left in Redis without a TTL
 	// (DESIGN.md: every key written has a TTL in the same atomic step).
 	checkKeyTTL = "key-ttl"
+	// checkQueueDelay is the checker's check that a leaky bucket as a queue
+	// delays each admitted request until its slot.
+	checkQueueDelay = "queue-delay"
 )
 
 // Mutant is a faulty limiter variant and the check that must catch it.
@@ -65,6 +68,16 @@ var mutants = []Mutant{
 	{Variant: faulty.HalfToken, Check: checker.CheckBudget},
 	{Variant: faulty.NoTimeout, Check: checker.CheckFaultLatency},
 	{Variant: faulty.LeftmostXFF, Check: checker.CheckBudget},
+	{Variant: faulty.TierChargedOnReject, Check: checker.CheckFalseRejections},
+	{Variant: faulty.TTLWrongUnit, Check: checker.CheckBudget},
+	{Variant: faulty.RetryAfterMillis, Check: checker.CheckRetryAfter},
+	{Variant: faulty.RetryAfterZero, Check: checker.CheckRetryAfter},
+	{Variant: faulty.TimeRewind, Check: checker.CheckBudget},
+	{Variant: faulty.PooledOver, Check: checker.CheckBudget},
+	{Variant: faulty.SlidingCounterAsFixed, Check: checker.CheckBudget},
+	{Variant: faulty.QueueNoDelay, Check: checkQueueDelay},
+	{Variant: faulty.LRUKeys, Check: checker.CheckBudget},
+	{Variant: faulty.ResetEpoch, Check: checker.CheckRateLimitFields},
 }
 
 // Mutants returns the whole suite, one Mutant per faulty variant, in
@@ -107,7 +120,9 @@ func (o *Options) progressf(format string, args ...any) {
 // Row is one variant's outcome: the results of the reference run and of
 // the variant's run, or why each could not complete.
 type Row struct {
-	Mutant                   Mutant
+	Mutant Mutant
+	// Scenario is the name of the scenario run (scenarios/mutation/NAME.yaml).
+	Scenario                 string
 	Reference, Variant       []checker.Result
 	ReferenceErr, VariantErr error
 }
@@ -189,7 +204,7 @@ func Run(ctx context.Context, opts Options, ms []Mutant) (*Score, error) {
 		if err != nil {
 			return nil, err
 		}
-		r := &Row{Mutant: m}
+		r := &Row{Mutant: m, Scenario: sc.Name}
 		s.Rows = append(s.Rows, r)
 		opts.progressf("mutate: %s: reference limiter", m.Variant)
 		r.Reference, r.ReferenceErr = runOnce(ctx, &opts, sc, filepath.Join(opts.Out, m.Variant, "reference"), nil)
@@ -210,21 +225,25 @@ func Run(ctx context.Context, opts Options, ms []Mutant) (*Score, error) {
 	return s, nil
 }
 
-// WriteText writes the suite's table (one row per variant: the reference
-// and variant verdicts, the intended check, whether it caught the variant,
-// the checks the variant failed), a line per failed reference run, the
-// mutation score and, when every run completed, the verdict. The only
-// errors are w's.
+// WriteText writes the suite's table (one row per variant: its scenario,
+// the intended check, the reference and variant verdicts, whether the
+// intended check caught the variant, and every check that failed the
+// variant), a line per failed reference run, the mutation score and, when
+// every run completed, the verdict. The only errors are w's.
 func (s *Score) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "VARIANT\tREFERENCE\tVARIANT RUN\tINTENDED CHECK\tCAUGHT\tFAILED CHECKS (VARIANT)")
+	fmt.Fprintln(tw, "VARIANT\tSCENARIO\tINTENDED CHECK\tREFERENCE\tVARIANT RUN\tCAUGHT\tCAUGHT BY (CHECKS THE VARIANT FAILED)")
 	for _, r := range s.Rows {
 		caught := "NO"
 		if r.Caught() {
 			caught = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Mutant.Variant, verdictCell(r.Reference, r.ReferenceErr), verdictCell(r.Variant, r.VariantErr),
-			r.Mutant.Check, caught, failedCell(r.Variant, r.VariantErr))
+		scenario := r.Scenario
+		if scenario == "" {
+			scenario = r.Mutant.Variant
+		}
+		fmt.Fprintf(tw, "%s\tmutation/%s\t%s\t%s\t%s\t%s\t%s\n", r.Mutant.Variant, scenario, r.Mutant.Check,
+			verdictCell(r.Reference, r.ReferenceErr), verdictCell(r.Variant, r.VariantErr), caught, failedCell(r.Variant, r.VariantErr))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -94,7 +94,7 @@ func TestScoreText(t *testing.T) {
 			rows:   []*Row{{Mutant: budget, Reference: pass, Variant: failBudget}, {Mutant: retry, Reference: pass, Variant: failOther}},
 			caught: 2, passed: true,
 			want: []string{
-				"non-atomic pass FAIL budget yes budget",
+				"non-atomic mutation/non-atomic budget pass FAIL yes budget",
 				"Mutation score: 2/2 variants caught by their intended check; 0 reference runs failed.",
 				"Verdict: pass: every variant caught by its check, every reference run passed.",
 			},
@@ -104,7 +104,7 @@ func TestScoreText(t *testing.T) {
 			rows:   []*Row{{Mutant: budget, Reference: failOther, Variant: failBudget}, {Mutant: retry, Reference: pass, Variant: pass}},
 			caught: 1, refFailed: 1,
 			want: []string{
-				"retry-after-short pass pass retry-after NO none",
+				"retry-after-short mutation/retry-after-short retry-after pass pass NO none",
 				"reference run of non-atomic failed: retry-after",
 				"Mutation score: 1/2 variants caught by their intended check; 1 reference runs failed.",
 				"Verdict: fail: 1 of 2 variants not caught, 1 reference runs failed.",
@@ -115,7 +115,7 @@ func TestScoreText(t *testing.T) {
 			rows:       []*Row{{Mutant: budget, Reference: pass, VariantErr: errors.New("no redis-server")}},
 			incomplete: 1,
 			want: []string{
-				"non-atomic pass error budget NO could not run",
+				"non-atomic mutation/non-atomic budget pass error NO could not run",
 				"1 runs could not complete.",
 			},
 		},
