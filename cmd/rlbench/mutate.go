@@ -13,9 +13,6 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/rlbench/rlbench/harness/checker"
 	"github.com/rlbench/rlbench/harness/redisserver"
@@ -66,13 +63,6 @@ invalid input or a run that could not complete.
 `
 }
 
-// Check names the suite adds to a run's results.
-const (
-	// checkKeyTTL fails when a key was left in Redis without a TTL
-	// (DESIGN.md: every key written has a TTL in the same atomic step).
-	checkKeyTTL = "key-ttl"
-)
-
 // mutant is a faulty variant and the check that must catch it.
 type mutant struct {
 	variant string
@@ -85,7 +75,7 @@ var mutants = []mutant{
 	{variant: faulty.NonAtomic, check: checker.CheckBudget},
 	{variant: faulty.ClientClock, check: checker.CheckBudget},
 	{variant: faulty.FixedAsSliding, check: checker.CheckBudget},
-	{variant: faulty.NoTTL, check: checkKeyTTL},
+	{variant: faulty.NoTTL, check: checker.CheckKeyTTL},
 	{variant: faulty.RejectedConsumes, check: checker.CheckFalseRejections},
 	{variant: faulty.RetryAfterShort, check: checker.CheckRetryAfter},
 	{variant: faulty.HalfToken, check: checker.CheckBudget},
@@ -270,7 +260,8 @@ func failed(results []checker.Result) []string {
 
 // runOnce runs sc with the extra serve flags args, its output under dir,
 // and returns its results. A scenario without faults runs on a Redis the
-// suite starts, scanned afterwards for keys without a TTL (checkKeyTTL).
+// suite starts, which the runner scans after the traffic for keys without
+// a TTL (the checker's key-ttl check reads the scan from the run record).
 func (c *mutateCommand) runOnce(ctx context.Context, f *mutateFlags, sc *scenarios.Scenario, dir string, args []string) ([]checker.Result, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("output directory: %w", err)
@@ -286,18 +277,11 @@ func (c *mutateCommand) runOnce(ctx context.Context, f *mutateFlags, sc *scenari
 			return nil, err
 		}
 		defer own.Stop()
-		opts.Provider, opts.RedisURL = scenarios.ProviderExternal, own.URL()
+		opts.Provider, opts.RedisURL, opts.ScanKeys = scenarios.ProviderExternal, own.URL(), true
 	}
 	o, err := runner.New(opts).Run(ctx, sc)
 	if err != nil {
 		return nil, err
-	}
-	if own != nil {
-		res, err := keyTTLCheck(ctx, own.Addr())
-		if err != nil {
-			return nil, err
-		}
-		o.Report.Results = append(o.Report.Results, res)
 	}
 	return o.Report.Results, writeRunOutputs(dir, o)
 }
@@ -320,26 +304,6 @@ func writeRunOutputs(dir string, o *runner.Outcome) error {
 		return fmt.Errorf("report: %w", err)
 	}
 	return nil
-}
-
-// keyTTLCheck scans the Redis at addr for keys without a TTL.
-func keyTTLCheck(ctx context.Context, addr string) (checker.Result, error) {
-	client := redis.NewClient(&redis.Options{Addr: addr, DisableIdentity: true})
-	defer client.Close()
-	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	keys, err := redisserver.KeysWithoutTTL(sctx, client)
-	if err != nil {
-		return checker.Result{}, fmt.Errorf("scan keys for a TTL: %w", err)
-	}
-	res := checker.Result{Name: checkKeyTTL, Verdict: checker.Pass, Observed: float64(len(keys)), Bound: 0, Unit: "keys",
-		Explanation: "every key left in Redis after the run has a TTL"}
-	if len(keys) > 0 {
-		slices.Sort(keys)
-		res.Verdict = checker.Fail
-		res.Explanation = fmt.Sprintf("%d keys left in Redis without a TTL, such as %s: they never expire", len(keys), keys[0])
-	}
-	return res, nil
 }
 
 // repeatReference runs every shipped scenario f.repeat times against the

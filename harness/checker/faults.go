@@ -2,13 +2,14 @@ package checker
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"time"
 
 	"github.com/rlbench/rlbench/harness/history"
+	"github.com/rlbench/rlbench/harness/runrecord"
 	"github.com/rlbench/rlbench/limiter"
-	"github.com/rlbench/rlbench/limiter/resilience"
 )
 
 // Fault check names.
@@ -17,47 +18,9 @@ const (
 	CheckFailureMode  = "failure-mode"
 )
 
-// FaultWindow is a fault injected during the run, in ns since the
-// history's start.
-type FaultWindow struct {
-	// Kind names the fault ("redis_kill", "redis_pause", ...).
-	Kind string
-	// FromNs and ToNs are when it took effect and when it was healed; ToNs 0
-	// means it lasted to the end of the history.
-	FromNs, ToNs int64
-	// Unavailable says the limiter's store could not answer in time during
-	// the fault (it was dead, paused, cut off or slower than the timeout), so
-	// the declared failure mode must decide every request.
-	Unavailable bool
-	// LosesState says the store came back empty (a restarted Redis): the
-	// budget is checked separately before and after.
-	LosesState bool
-	// Instance, when set, limits the fault to the requests sent to that
-	// instance (a killed instance); the others are checked as usual.
-	Instance string
-}
-
-// Faults describes a drill: its fault windows and the behaviour the target
-// declared for them.
-type Faults struct {
-	Windows []FaultWindow
-	// Mode is the declared failure mode: "open", "closed", "fallback", or
-	// empty when none is declared (no failure-mode check).
-	Mode resilience.Mode
-	// Instances is the number of instances sharing the budget; Fallback
-	// holds each to its share (resilience.Share).
-	Instances int
-	// Timeout is the store timeout and Slack what a request may take beyond
-	// it during a fault (network, queueing, the generator's own delays).
-	Timeout, Slack time.Duration
-	// Recovery is how long after a fault's end the shared budget must hold
-	// again: requests within it are judged by the fault checks only.
-	Recovery time.Duration
-}
-
 // affects reports whether w concerns q at all (an instance fault concerns
 // only that instance's requests).
-func (d *dataset) affects(q *request, w FaultWindow) bool {
+func (d *dataset) affects(q *request, w runrecord.FaultWindow) bool {
 	return w.Instance == "" || d.insts[q.inst] == w.Instance
 }
 
@@ -74,7 +37,7 @@ func (d *dataset) affects(q *request, w FaultWindow) bool {
 // look false; and when it overlapped the fault itself, its decision
 // interval is stretched to the fault's end. Requests after a fault that
 // restarted the store empty are checked as a fresh key ("KEY@restart-N").
-func applyFaults(d *dataset, p Policy, f *Faults) []Result {
+func applyFaults(d *dataset, p Policy, f *runrecord.Drill) []Result {
 	if f == nil || len(f.Windows) == 0 {
 		return nil
 	}
@@ -139,7 +102,7 @@ func applyFaults(d *dataset, p Policy, f *Faults) []Result {
 }
 
 // faultLatency bounds the latency of every request sent during the fault.
-func faultLatency(d *dataset, f *Faults, w FaultWindow, to int64, scope string) Result {
+func faultLatency(d *dataset, f *runrecord.Drill, w runrecord.FaultWindow, to int64, scope string) Result {
 	bound := f.Timeout + f.Slack
 	res := Result{Name: CheckFaultLatency, Scope: scope, Unit: "ms", Bound: millis(bound), Verdict: Pass}
 	worst, n := int32(-1), 0
@@ -173,7 +136,7 @@ func faultLatency(d *dataset, f *Faults, w FaultWindow, to int64, scope string) 
 
 // failureMode checks that the requests sent and answered wholly within the
 // fault got the declared behaviour.
-func failureMode(d *dataset, p Policy, f *Faults, w FaultWindow, to int64, scope string) Result {
+func failureMode(d *dataset, p Policy, f *runrecord.Drill, w runrecord.FaultWindow, to int64, scope string) Result {
 	res := Result{Name: CheckFailureMode, Scope: scope + " " + string(f.Mode), Unit: "requests", Verdict: Pass}
 	var inside, bad []int32
 	for i := range d.reqs {
@@ -183,21 +146,21 @@ func failureMode(d *dataset, p Policy, f *Faults, w FaultWindow, to int64, scope
 	}
 	var want string
 	switch f.Mode {
-	case resilience.FailOpen:
+	case runrecord.FailOpen:
 		want = "admitted (fail-open)"
 		for _, i := range inside {
 			if q := &d.reqs[i]; q.outcome != history.Admitted {
 				bad = append(bad, i)
 			}
 		}
-	case resilience.FailClosed:
+	case runrecord.FailClosed:
 		want = "503 with a Retry-After (fail-closed)"
 		for _, i := range inside {
 			if q := &d.reqs[i]; q.status != http.StatusServiceUnavailable || q.retryAfter < 1 {
 				bad = append(bad, i)
 			}
 		}
-	case resilience.Fallback:
+	case runrecord.FailFallback:
 		want = fmt.Sprintf("within each instance's 1/%d share of the budget (fallback)", max(f.Instances, 1))
 		bad = fallbackExcess(d, p, f, inside, to-w.FromNs)
 	}
@@ -222,7 +185,7 @@ func failureMode(d *dataset, p Policy, f *Faults, w FaultWindow, to int64, scope
 // fallbackExcess returns the admissions beyond an instance's local share:
 // per key, instance and limit, the units admitted during the fault may not
 // exceed the share's capacity plus its rate over the fault's length.
-func fallbackExcess(d *dataset, p Policy, f *Faults, inside []int32, length int64) []int32 {
+func fallbackExcess(d *dataset, p Policy, f *runrecord.Drill, inside []int32, length int64) []int32 {
 	type slot struct {
 		key, inst uint32
 		lim       limiter.Limit
@@ -243,7 +206,7 @@ func fallbackExcess(d *dataset, p Policy, f *Faults, inside []int32, length int6
 				continue
 			}
 			for _, l := range rule.Limits {
-				share := resilience.Share(l, f.Instances)
+				share := shareOf(l, f.Instances)
 				s := slot{q.key, q.inst, l}
 				used[s] += q.cost
 				if float64(used[s]) > shareBound(share, length) {
@@ -254,6 +217,24 @@ func fallbackExcess(d *dataset, p Policy, f *Faults, inside []int32, length int6
 		}
 	}
 	return bad
+}
+
+// shareOf is one instance's part of l when n instances enforce it alone,
+// as a fallback declares it: the rate and the capacity divided by n,
+// rounded down but at least one unit (a window's limit is its rate).
+func shareOf(l limiter.Limit, n int) limiter.Limit {
+	if n <= 1 {
+		return l
+	}
+	share := l
+	share.Rate = l.Rate / float64(n)
+	if l.Algorithm.IsWindow() {
+		share.Rate = math.Max(1, math.Floor(l.Rate/float64(n)))
+		share.Burst = int64(share.Rate)
+	} else {
+		share.Burst = max(1, l.Burst/int64(n))
+	}
+	return share
 }
 
 // shareBound is the most units a limit admits over length ns from a full

@@ -4,13 +4,9 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/rlbench/rlbench/harness/checker"
-	"github.com/rlbench/rlbench/harness/runrecord"
-	"github.com/rlbench/rlbench/limiter/resilience"
 	"github.com/rlbench/rlbench/scenarios"
 )
 
@@ -84,51 +80,4 @@ func InstanceArgs(sc *scenarios.Scenario, configPath, redisURL string, i int) []
 		args = append(args, "--clock-offset", skew.String())
 	}
 	return args
-}
-
-// Policy is what the scenario's routes promise, for the checker, with the
-// fault windows the run recorded.
-func Policy(sc *scenarios.Scenario, offset, uncertainty time.Duration, windows []runrecord.FaultWindow) checker.Policy {
-	p := checker.Policy{ClockOffset: &offset, ClockUncertainty: uncertainty}
-	for _, rt := range sc.Target.Routes {
-		if rt.Baseline() {
-			continue
-		}
-		p.Rules = append(p.Rules, checker.Rule{Route: rt.Path, Limits: rt.Policies})
-	}
-	if sc.Target.FailureMode == scenarios.FailClosed {
-		p.ExpectedStatuses = []int{http.StatusServiceUnavailable}
-	}
-	if len(windows) > 0 && sc.Checks.Faults != nil {
-		f := &checker.Faults{
-			Mode: resilience.Mode(sc.Target.FailureMode), Instances: sc.Target.Instances, Timeout: sc.Target.StoreTimeout,
-			Slack: sc.Checks.Faults.Slack, Recovery: sc.Checks.Faults.Recovery,
-		}
-		for i, w := range windows {
-			if w.FromNs == 0 { // never injected: the fault-injected check says so
-				continue
-			}
-			fault := sc.Faults[i]
-			f.Windows = append(f.Windows, checker.FaultWindow{
-				Kind: w.Kind, FromNs: w.FromNs, ToNs: w.ToNs,
-				Unavailable: storeUnavailable(fault, sc.Target.StoreTimeout),
-				LosesState:  fault.Kind == scenarios.FaultRedisKill,
-				Instance:    fault.Target,
-			})
-		}
-		p.Faults = f
-	}
-	return p
-}
-
-// storeUnavailable reports whether fault leaves the limiter without an
-// answer from its store within timeout, so that its failure mode decides.
-func storeUnavailable(f scenarios.Fault, timeout time.Duration) bool {
-	switch f.Kind {
-	case scenarios.FaultInstanceKill:
-		return false
-	case scenarios.FaultRedisLatency:
-		return f.Latency >= timeout
-	}
-	return true
 }

@@ -1,10 +1,7 @@
 package runner
 
 import (
-	"net/http"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/rlbench/rlbench/sampleapi"
 	"github.com/rlbench/rlbench/scenarios"
@@ -42,23 +39,5 @@ func TestInstanceConfigIsAcceptedBySampleAPI(t *testing.T) {
 				t.Fatalf("%d routes in the configuration, want %d", got, want)
 			}
 		})
-	}
-}
-
-func TestPolicy(t *testing.T) {
-	sc, err := scenarios.Lookup("quickstart")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc.Target.FailureMode = scenarios.FailClosed
-	p := Policy(sc, 3*time.Millisecond, time.Millisecond, nil)
-	if len(p.Rules) != 1 || p.Rules[0].Route != "/api/items" || len(p.Rules[0].Limits) != 1 {
-		t.Fatalf("rules = %+v", p.Rules)
-	}
-	if *p.ClockOffset != 3*time.Millisecond || p.ClockUncertainty != time.Millisecond {
-		t.Fatalf("clock = %v ± %v", *p.ClockOffset, p.ClockUncertainty)
-	}
-	if !slices.Contains(p.ExpectedStatuses, http.StatusServiceUnavailable) {
-		t.Fatal("a fail-closed target's 503s must be expected")
 	}
 }
