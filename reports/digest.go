@@ -100,7 +100,7 @@ type digest struct {
 // excusedWindow is an interval of a drill in which the checker does not
 // hold admissions to the budget: from a fault's start to its end plus the
 // recovery bound, the fault checks judge the requests instead
-// (checker.Faults). A request is excused when it was answered after the
+// (runrecord.Drill). A request is excused when it was answered after the
 // fault began and sent before the recovery ended, on the faulted instance
 // when the fault concerns one.
 type excusedWindow struct {

@@ -197,11 +197,7 @@ func writeSynthRun(tb testing.TB, dir string, scs []synthScenario) {
 		}
 		var policy checker.Policy
 		if dr := s.drill; dr != nil {
-			f := &checker.Faults{Mode: checker.FailureMode(dr.Mode), Instances: dr.Instances, Timeout: dr.Timeout, Slack: dr.Slack, Recovery: dr.Recovery}
-			for _, w := range dr.Windows {
-				f.Windows = append(f.Windows, checker.FaultWindow{Kind: w.Kind, FromNs: w.FromNs, ToNs: w.ToNs, Unavailable: w.Unavailable, LosesState: w.LosesState, Instance: w.Instance})
-			}
-			policy.Faults = f
+			policy.Faults = dr
 		}
 		rep, err := checker.Check(src, policy)
 		f.Close()
@@ -280,6 +276,6 @@ var goldenScenarios = []synthScenario{
 		limit: "gcra:10/1s,burst=10", route: "/v1/search", baseline: "/v1/baseline", keys: 3, rate: 45, baseRate: 10,
 		fault: &runrecord.FaultWindow{Kind: "redis_kill", Target: "redis", FromNs: 3e9, ToNs: 5e9},
 		drill: &runrecord.Drill{Mode: "open", Instances: 3, Timeout: 50 * time.Millisecond, Slack: 250 * time.Millisecond, Recovery: 2 * time.Second,
-			Windows: []runrecord.DrillWindow{{Kind: "redis_kill", FromNs: 3e9, ToNs: 5e9, Unavailable: true, LosesState: true}}},
+			Windows: []runrecord.FaultWindow{{Kind: "redis_kill", FromNs: 3e9, ToNs: 5e9, Unavailable: true, LosesState: true}}},
 	},
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rlbench/rlbench/harness/runrecord"
 	"github.com/rlbench/rlbench/limiter"
 )
 
@@ -140,18 +141,19 @@ const (
 	StoreMemory Store = "memory"
 )
 
-// FailureMode is what the sample API does when its store fails.
-type FailureMode string
+// FailureMode is what the sample API does when its store fails: the one
+// failure-mode type the scenario, the run record and the checker share.
+type FailureMode = runrecord.FailureMode
 
 const (
 	// FailOpen admits requests while the store is unavailable. It is the
 	// default.
-	FailOpen FailureMode = "open"
+	FailOpen = runrecord.FailOpen
 	// FailClosed rejects them with 503 and a Retry-After.
-	FailClosed FailureMode = "closed"
+	FailClosed = runrecord.FailClosed
 	// FailFallback decides on a local in-memory limiter holding the
 	// instance's share of the budget.
-	FailFallback FailureMode = "fallback"
+	FailFallback = runrecord.FailFallback
 )
 
 // DefaultStoreTimeout is the store timeout of the sample API instances when

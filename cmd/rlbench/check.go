@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,13 +23,18 @@ import (
 type checkCommand struct{ stdout io.Writer }
 
 var checkHelp = help{
-	synopsis: "rlbench check [flags] HISTORY",
+	synopsis: "rlbench check [flags] HISTORY | rlbench check [--summary FILE] RUN_DIR",
 	about: `Checks a recorded history against a rate-limit policy and prints one verdict
 per check, without contacting any target. HISTORY is an rlbench history
 (.jsonl or .jsonl.gz) or, with --format vegeta, the output of
-'vegeta encode --to json'. A history inside a run directory
-(DIR/NAME/history.jsonl.gz) is checked with the drill's fault windows from
-DIR/run.json, as the run checked it.`,
+'vegeta encode --to json'. A history in a run directory
+(RUN_DIR/NAME/history.jsonl.gz) is checked with its scenario's entry of
+RUN_DIR/run.json too: fault windows, the declared failure mode, the load
+delivered, latency bounds, Retry-After probes and Redis key scans. RUN_DIR,
+the --out of 'rlbench run', re-checks every scenario of the run from its
+histories and run.json alone (only --summary applies), prints the verdict
+tables 'rlbench run' printed, and says whether they agree with
+RUN_DIR/summary.json.`,
 	footer: `Exit codes: 0 every check passed, 1 a check failed or its verdict is
 unknown, 2 invalid input or usage.`,
 }
@@ -89,7 +93,19 @@ func (c *checkCommand) Run(_ context.Context, args []string) error {
 		offset, uncertainty, resolution = flags.offset, flags.uncertainty, flags.resolution
 	)
 	if fs.NArg() != 1 {
-		return usagef("want exactly one HISTORY file, got %d arguments", fs.NArg())
+		return usagef("want exactly one HISTORY file or run directory, got %d arguments", fs.NArg())
+	}
+	if st, err := os.Stat(fs.Arg(0)); err == nil && st.IsDir() {
+		var other []string
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name != "summary" {
+				other = append(other, "--"+f.Name)
+			}
+		})
+		if len(other) > 0 {
+			return usagef("%s: a run directory is re-checked as it was run; check one of its histories (RUN_DIR/NAME/history.jsonl.gz) with other flags", strings.Join(other, ", "))
+		}
+		return c.checkRunDir(fs.Arg(0), summary)
 	}
 	if cost < 1 {
 		return usagef("--cost %d: want a whole number >= 1", cost)
@@ -144,15 +160,16 @@ func (c *checkCommand) Run(_ context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("read history: %w", err)
 	}
+	var rec *runrecord.ScenarioRecord
 	if format == "rlbench" {
-		if err := c.drillFromRun(path, src.Header().Scenario, &p); err != nil {
+		if rec, err = c.recordBeside(path, src.Header().Scenario); err != nil {
 			return err
 		}
 	}
 	if len(p.Rules) == 0 && len(src.Header().Policies) == 0 {
 		return usagef("no policy: pass --policy or record the policies in the history's header")
 	}
-	rep, err := checker.Check(src, p)
+	rep, err := checker.CheckRun(src, rec, p)
 	if err != nil {
 		return fmt.Errorf("check %s: %w", path, err)
 	}
@@ -181,34 +198,133 @@ func (c *checkCommand) Run(_ context.Context, args []string) error {
 	return nil
 }
 
-// drillFromRun reads the fault windows of a drill's history from the run.json
-// of the run directory holding it (DIR/NAME/history.jsonl.gz), so that the
-// history is checked as the run checked it.
-func (c *checkCommand) drillFromRun(historyPath, scenario string, p *checker.Policy) error {
+// recordBeside returns the scenario's entry of the run.json of the run
+// directory holding the history (DIR/NAME/history.jsonl.gz), so that the
+// history is checked as the run checked it; nil when there is none.
+func (c *checkCommand) recordBeside(historyPath, scenario string) (*runrecord.ScenarioRecord, error) {
 	runPath := filepath.Join(filepath.Dir(filepath.Dir(historyPath)), "run.json")
 	f, err := os.Open(runPath)
 	if err != nil {
-		return nil // not a run directory: no drill to apply
+		return nil, nil // not a run directory: the history alone
 	}
 	defer f.Close()
 	rec, err := runrecord.Read(f)
 	if err != nil {
+		return nil, fmt.Errorf("%s: %w", runPath, err)
+	}
+	for i := range rec.Scenarios {
+		if sc := &rec.Scenarios[i]; sc.Name == scenario && sc.Error == "" {
+			fmt.Fprintf(c.stdout, "Checking %s with its scenario's record in %s.\n\n", historyPath, runPath)
+			return sc, nil
+		}
+	}
+	return nil, nil
+}
+
+// checkRunDir re-checks every scenario of the run directory dir from its
+// histories and run.json, prints each verdict table as `rlbench run` did,
+// and compares them with dir/summary.json when there is one.
+func (c *checkCommand) checkRunDir(dir, summaryPath string) error {
+	runPath := filepath.Join(dir, "run.json")
+	f, err := os.Open(runPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return usagef("%s has no run.json: re-check one of its histories, rlbench check %s", dir, filepath.Join(dir, "NAME", "history.jsonl.gz"))
+	}
+	if err != nil {
+		return fmt.Errorf("open run record: %w", err)
+	}
+	rec, err := runrecord.Read(f)
+	f.Close()
+	if err != nil {
 		return fmt.Errorf("%s: %w", runPath, err)
 	}
-	for _, sc := range rec.Scenarios {
-		if sc.Name != scenario || sc.Drill == nil {
-			continue
+	saved, err := readSavedSummary(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return err
+	}
+	s := checker.NewSummary(time.Now())
+	couldNotRun := 0
+	var diffs []string
+	for i := range rec.Scenarios {
+		sc := &rec.Scenarios[i]
+		var results []checker.Result
+		if sc.Error != "" {
+			// As `rlbench run` recorded it: a scenario that could not run fails.
+			fmt.Fprintf(c.stdout, "[%s] could not run: %s\n\n", sc.Name, sc.Error)
+			results = []checker.Result{{Name: "run", Verdict: checker.Fail, Unit: "scenario", Explanation: sc.Error}}
+			couldNotRun++
+		} else {
+			rep, err := checker.CheckScenario(dir, sc)
+			if err != nil {
+				return fmt.Errorf("scenario %s: %w", sc.Name, err)
+			}
+			fmt.Fprintf(c.stdout, "[%s] re-checked from %s and run.json\n", sc.Name, sc.History)
+			if sc.Checks == nil {
+				fmt.Fprintf(c.stdout, "run.json predates the recorded check bounds: %s, %s and %s are not re-checked\n", checker.CheckLoadDelivered, checker.CheckMaxLatency, checker.CheckOverhead)
+			}
+			if err := reports.WriteText(c.stdout, rep); err != nil {
+				return err
+			}
+			fmt.Fprintln(c.stdout)
+			results = rep.Results
 		}
-		d := sc.Drill
-		faults := &checker.Faults{Mode: checker.FailureMode(d.Mode), Instances: d.Instances, Timeout: d.Timeout, Slack: d.Slack, Recovery: d.Recovery}
-		for _, w := range d.Windows {
-			faults.Windows = append(faults.Windows, checker.FaultWindow{Kind: w.Kind, FromNs: w.FromNs, ToNs: w.ToNs, Unavailable: w.Unavailable, LosesState: w.LosesState, Instance: w.Instance})
+		s.Add(sc.Name, results)
+		if saved != nil {
+			diffs = append(diffs, compareSaved(saved, sc.Name, results)...)
 		}
-		p.Faults = faults
-		if faults.Mode == checker.FailClosed {
-			p.ExpectedStatuses = append(p.ExpectedStatuses, http.StatusServiceUnavailable)
+	}
+	fmt.Fprintf(c.stdout, "Verdict: %s. %d scenarios re-checked from %s.\n", s.Verdict, len(rec.Scenarios), dir)
+	switch {
+	case saved == nil:
+	case len(diffs) == 0:
+		fmt.Fprintf(c.stdout, "Every check agrees with %s.\n", filepath.Join(dir, "summary.json"))
+	default:
+		fmt.Fprintf(c.stdout, "%d checks differ from %s (a run by another rlbench version, or a changed file):\n  %s\n", len(diffs), filepath.Join(dir, "summary.json"), strings.Join(diffs, "\n  "))
+	}
+	if summaryPath != "" {
+		if err := s.WriteFile(summaryPath); err != nil {
+			return err
 		}
-		fmt.Fprintf(c.stdout, "Checking %s as the drill it was: %d fault windows from %s.\n\n", historyPath, len(faults.Windows), runPath)
+	}
+	switch {
+	case couldNotRun > 0:
+		return fmt.Errorf("%d of %d scenarios could not run (recorded in run.json)", couldNotRun, len(rec.Scenarios))
+	case s.Verdict == checker.Fail:
+		return errChecksFailed
+	case s.Verdict == checker.Unknown:
+		return fmt.Errorf("%w: requests of unknown outcome decide a verdict", errChecksFailed)
 	}
 	return nil
+}
+
+// readSavedSummary reads the summary.json at path; nil when there is none.
+func readSavedSummary(path string) (*checker.Summary, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open summary: %w", err)
+	}
+	defer f.Close()
+	s, err := checker.ReadSummary(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// compareSaved lists how results differ from the saved summary's entry for
+// scenario name.
+func compareSaved(saved *checker.Summary, name string, results []checker.Result) []string {
+	for _, sc := range saved.Scenarios {
+		if sc.Name == name {
+			diffs := checker.CompareResults(results, sc.Checks)
+			for i, d := range diffs {
+				diffs[i] = name + ": " + d
+			}
+			return diffs
+		}
+	}
+	return []string{name + ": not in summary.json"}
 }

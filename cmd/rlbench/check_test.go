@@ -15,6 +15,7 @@ import (
 
 	"github.com/rlbench/rlbench/harness/checker"
 	"github.com/rlbench/rlbench/harness/history"
+	"github.com/rlbench/rlbench/harness/runrecord"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
@@ -151,5 +152,97 @@ func TestCheckCommand(t *testing.T) {
 		if !strings.Contains(string(raw), field) {
 			t.Errorf("summary check %s lacks %s", raw, field)
 		}
+	}
+}
+
+// writeRunDir lays out a run directory as `rlbench run --out` does: the
+// history of scenario "cli" (admitted requests as writeHistory writes them)
+// and run.json, plus, when failed is set, a scenario that could not run.
+func writeRunDir(t *testing.T, dir string, admitted int, failed bool) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, "cli"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeHistory(t, filepath.Join(dir, "cli", "history.jsonl.gz"), admitted)
+	rec := &runrecord.RunRecord{Schema: runrecord.Schema, Scenarios: []runrecord.ScenarioRecord{{
+		Name: "cli", History: filepath.Join("cli", "history.jsonl.gz"),
+		Checks: &runrecord.CheckSettings{LoadDelivered: 0.98, LagTolerance: 50 * time.Millisecond, MaxLatency: time.Second},
+		Phases: []runrecord.PhaseRecord{{Kind: runrecord.PhaseConstant, Planned: 8}},
+	}}}
+	if failed {
+		rec.Scenarios = append(rec.Scenarios, runrecord.ScenarioRecord{Name: "broken", Error: "scenario broken: no redis-server"})
+	}
+	var buf bytes.Buffer
+	if err := rec.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "run.json"), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCheckRunDir: `rlbench check DIR` re-checks every scenario of a run
+// directory from its histories and run.json, and says whether its verdicts
+// agree with the summary.json the run wrote.
+func TestCheckRunDir(t *testing.T) {
+	runCheck := func(t *testing.T, args ...string) (int, string, string) {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		prev := commands["check"]
+		commands["check"] = func() command { return &checkCommand{stdout: &out} }
+		defer func() { commands["check"] = prev }()
+		code := run(context.Background(), append([]string{"check"}, args...), &errOut)
+		return code, out.String(), errOut.String()
+	}
+	dir := t.TempDir()
+	passing := filepath.Join(dir, "passing")
+	writeRunDir(t, passing, 5, false)
+
+	// The first re-check writes the summary the run would have written.
+	code, out, errOut := runCheck(t, "--summary", filepath.Join(passing, "summary.json"), passing)
+	if code != exitOK {
+		t.Fatalf("exit %d, want 0:\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"[cli] re-checked from cli/history.jsonl.gz and run.json", "load-delivered", "max-latency", "history-complete", "Verdict: pass"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, out, _ = runCheck(t, passing); !strings.Contains(out, "Every check agrees with ") {
+		t.Errorf("a re-check of an unchanged run does not agree with its summary.json:\n%s", out)
+	}
+	// A history re-checked alone takes its scenario's record.
+	if code, out, _ = runCheck(t, filepath.Join(passing, "cli", "history.jsonl.gz")); code != exitOK || !strings.Contains(out, "with its scenario's record") || !strings.Contains(out, "max-latency") {
+		t.Errorf("history in a run directory: exit %d, want 0, with the record's checks:\n%s", code, out)
+	}
+
+	// The history changed since the summary was written: the re-check
+	// fails, and says where it departs from the summary.
+	writeHistory(t, filepath.Join(passing, "cli", "history.jsonl.gz"), 6)
+	code, out, _ = runCheck(t, passing)
+	if code != exitCheckFailed || !strings.Contains(out, "checks differ from ") || !strings.Contains(out, "cli: budget") {
+		t.Errorf("changed history: exit %d, want %d, naming the budget as differing:\n%s", code, exitCheckFailed, out)
+	}
+
+	broken := filepath.Join(dir, "broken")
+	writeRunDir(t, broken, 5, true)
+	if code, out, errOut = runCheck(t, broken); code != exitInvalid || !strings.Contains(out, "[broken] could not run: scenario broken: no redis-server") || !strings.Contains(errOut, "1 of 2 scenarios could not run") {
+		t.Errorf("a scenario that could not run: exit %d, want %d:\n%s\n%s", code, exitInvalid, out, errOut)
+	}
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"history flags", []string{"--policy", "gcra:5/1s", passing}, "--policy: a run directory is re-checked as it was run"},
+		{"no run.json", []string{t.TempDir()}, "has no run.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := runCheck(t, tc.args...)
+			if code != exitInvalid || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d, want %d, with %q:\n%s", code, exitInvalid, tc.want, errOut)
+			}
+		})
 	}
 }

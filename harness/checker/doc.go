@@ -47,6 +47,40 @@
 // X-RateLimit-*) must agree with the decision and with the model; mixing
 // header families is flagged. Status hygiene: no 5xx but the expected ones.
 //
+// Faults: a drill's history is checked with its fault windows and declared
+// failure mode (runrecord.Drill, Policy.Faults). Within a fault no request
+// may last longer than the store timeout plus a slack (fault-latency), and
+// the requests sent and answered within it must get the declared behaviour
+// (failure-mode: admitted when open, 503 with Retry-After when closed,
+// within each instance's share when falling back). Requests from a fault
+// to the end of its recovery are left out of the budget, and a store that
+// came back empty starts every key afresh.
+//
+// # One verdict pipeline
+//
+// Every verdict of a run is computed here, from what the run recorded: the
+// history and the scenario's entry of run.json (package runrecord). The
+// harness records and does not judge. CheckRun takes both: it completes the
+// Policy from the record (clock offset, drill, a fail-closed target's 503s),
+// runs Check, and adds the checks on the run itself, each from recorded data
+// alone:
+//
+//   - load-delivered: the open-model phases' requests sent within the lag
+//     tolerance of their intended time (from each record's intended_ns and
+//     sent_ns), over those planned less those withheld (from the record);
+//   - history-complete: no result dropped before the history;
+//   - max-latency and latency-overhead (p50, p99, p99.9 of the limited route
+//     against its baseline): latency from the intended send time, from the
+//     history, marked unknown when the generator fell behind;
+//   - retry-after-probe: the probe phases' outcomes;
+//   - fault-injected: every scheduled fault took effect and was healed;
+//   - key-ttl: the record's scan of Redis found no key without a TTL.
+//
+// CheckScenario opens a run directory's history and calls CheckRun; `rlbench
+// run` calls it on the run it has just recorded and `rlbench check DIR` on a
+// saved one, so both print the same verdicts. CompareResults says where two
+// verdict tables differ.
+//
 // The GCRA and token-bucket bounds follow the GCRA's definition (ATM Forum
 // Traffic Management 4.0, §4.4.2): a conforming stream of cost S over any
 // interval of length t satisfies S <= B + t/T.

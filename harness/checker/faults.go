@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/harness/history"
+	"github.com/rlbench/rlbench/harness/runrecord"
 )
 
 // Fault check names.
@@ -15,64 +16,9 @@ const (
 	CheckFailureMode  = "failure-mode"
 )
 
-// FailureMode is the behaviour a target declares for when its limiter's
-// shared store fails (dies, pauses, or answers later than its timeout).
-type FailureMode string
-
-const (
-	// FailOpen admits every request.
-	FailOpen FailureMode = "open"
-	// FailClosed answers every request 503 with a Retry-After (RFC 9110
-	// §15.6.4): no limit was exceeded, the service is unavailable.
-	FailClosed FailureMode = "closed"
-	// Fallback decides every request on each instance alone, holding it to
-	// its share of every limit: the rate, burst and window limits divided by
-	// Faults.Instances, rounded down but at least 1, so that the instances
-	// together stay within the shared limit.
-	Fallback FailureMode = "fallback"
-)
-
-// FaultWindow is a fault injected during the run, in ns since the
-// history's start.
-type FaultWindow struct {
-	// Kind names the fault ("redis_kill", "redis_pause", ...).
-	Kind string
-	// FromNs and ToNs are when it took effect and when it was healed; ToNs 0
-	// means it lasted to the end of the history.
-	FromNs, ToNs int64
-	// Unavailable says the limiter's store could not answer in time during
-	// the fault (it was dead, paused, cut off or slower than the timeout), so
-	// the declared failure mode must decide every request.
-	Unavailable bool
-	// LosesState says the store came back empty (a restarted Redis): the
-	// budget is checked separately before and after.
-	LosesState bool
-	// Instance, when set, limits the fault to the requests sent to that
-	// instance (a killed instance); the others are checked as usual.
-	Instance string
-}
-
-// Faults describes a drill: its fault windows and the behaviour the target
-// declared for them.
-type Faults struct {
-	Windows []FaultWindow
-	// Mode is the declared failure mode: "open", "closed", "fallback", or
-	// empty when none is declared (no failure-mode check).
-	Mode FailureMode
-	// Instances is the number of instances sharing the budget; Fallback
-	// holds each to its share of it.
-	Instances int
-	// Timeout is the store timeout and Slack what a request may take beyond
-	// it during a fault (network, queueing, the generator's own delays).
-	Timeout, Slack time.Duration
-	// Recovery is how long after a fault's end the shared budget must hold
-	// again: requests within it are judged by the fault checks only.
-	Recovery time.Duration
-}
-
 // affects reports whether w concerns q at all (an instance fault concerns
 // only that instance's requests).
-func (d *dataset) affects(q *request, w FaultWindow) bool {
+func (d *dataset) affects(q *request, w runrecord.FaultWindow) bool {
 	return w.Instance == "" || d.insts[q.inst] == w.Instance
 }
 
@@ -89,7 +35,7 @@ func (d *dataset) affects(q *request, w FaultWindow) bool {
 // look false; and when it overlapped the fault itself, its decision
 // interval is stretched to the fault's end. Requests after a fault that
 // restarted the store empty are checked as a fresh key ("KEY@restart-N").
-func applyFaults(d *dataset, p Policy, f *Faults) []Result {
+func applyFaults(d *dataset, p Policy, f *runrecord.Drill) []Result {
 	if f == nil || len(f.Windows) == 0 {
 		return nil
 	}
@@ -154,7 +100,7 @@ func applyFaults(d *dataset, p Policy, f *Faults) []Result {
 }
 
 // faultLatency bounds the latency of every request sent during the fault.
-func faultLatency(d *dataset, f *Faults, w FaultWindow, to int64, scope string) Result {
+func faultLatency(d *dataset, f *runrecord.Drill, w runrecord.FaultWindow, to int64, scope string) Result {
 	bound := f.Timeout + f.Slack
 	res := Result{Name: CheckFaultLatency, Scope: scope, Unit: "ms", Bound: millis(bound), Verdict: Pass}
 	worst, n := int32(-1), 0
@@ -188,7 +134,7 @@ func faultLatency(d *dataset, f *Faults, w FaultWindow, to int64, scope string) 
 
 // failureMode checks that the requests sent and answered wholly within the
 // fault got the declared behaviour.
-func failureMode(d *dataset, p Policy, f *Faults, w FaultWindow, to int64, scope string) Result {
+func failureMode(d *dataset, p Policy, f *runrecord.Drill, w runrecord.FaultWindow, to int64, scope string) Result {
 	res := Result{Name: CheckFailureMode, Scope: scope + " " + string(f.Mode), Unit: "requests", Verdict: Pass}
 	var inside, bad []int32
 	for i := range d.reqs {
@@ -198,21 +144,21 @@ func failureMode(d *dataset, p Policy, f *Faults, w FaultWindow, to int64, scope
 	}
 	var want string
 	switch f.Mode {
-	case FailOpen:
+	case runrecord.FailOpen:
 		want = "admitted (fail-open)"
 		for _, i := range inside {
 			if q := &d.reqs[i]; q.outcome != history.Admitted {
 				bad = append(bad, i)
 			}
 		}
-	case FailClosed:
+	case runrecord.FailClosed:
 		want = "503 with a Retry-After (fail-closed)"
 		for _, i := range inside {
 			if q := &d.reqs[i]; q.status != http.StatusServiceUnavailable || q.retryAfter < 1 {
 				bad = append(bad, i)
 			}
 		}
-	case Fallback:
+	case runrecord.FailFallback:
 		want = fmt.Sprintf("within each instance's 1/%d share of the budget (fallback)", max(f.Instances, 1))
 		bad = fallbackExcess(d, p, f, inside, to-w.FromNs)
 	}
@@ -238,7 +184,7 @@ func failureMode(d *dataset, p Policy, f *Faults, w FaultWindow, to int64, scope
 // per key, instance and limit, the units admitted during the fault may not
 // exceed what the share admits over the fault's length from a full budget
 // (model.fallbackBound).
-func fallbackExcess(d *dataset, p Policy, f *Faults, inside []int32, length int64) []int32 {
+func fallbackExcess(d *dataset, p Policy, f *runrecord.Drill, inside []int32, length int64) []int32 {
 	type slot struct {
 		key, inst uint32
 		lim       Limit

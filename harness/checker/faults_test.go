@@ -5,10 +5,11 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/harness/history"
+	"github.com/rlbench/rlbench/harness/runrecord"
 )
 
 // checkFaults runs the checker with one rule of spec and the given faults.
-func (h *hist) checkFaults(t *testing.T, spec string, f *Faults) *Report {
+func (h *hist) checkFaults(t *testing.T, spec string, f *runrecord.Drill) *Report {
 	t.Helper()
 	rep, err := Check(h.source(), Policy{Rules: []Rule{{Limits: []Limit{mustLimit(t, spec)}}}, Faults: f})
 	if err != nil {
@@ -17,9 +18,9 @@ func (h *hist) checkFaults(t *testing.T, spec string, f *Faults) *Report {
 	return rep
 }
 
-func drill(mode FailureMode, kind string, from, to time.Duration, losesState bool) *Faults {
-	return &Faults{
-		Windows: []FaultWindow{{Kind: kind, FromNs: int64(from), ToNs: int64(to), Unavailable: true, LosesState: losesState}},
+func drill(mode runrecord.FailureMode, kind string, from, to time.Duration, losesState bool) *runrecord.Drill {
+	return &runrecord.Drill{
+		Windows: []runrecord.FaultWindow{{Kind: kind, FromNs: int64(from), ToNs: int64(to), Unavailable: true, LosesState: losesState}},
 		Mode:    mode, Instances: 2, Timeout: 50 * time.Millisecond, Slack: 50 * time.Millisecond, Recovery: 500 * time.Millisecond,
 	}
 }
@@ -39,7 +40,7 @@ func TestFaultChecks(t *testing.T) {
 	tests := []struct {
 		name       string
 		build      func(h *hist)
-		faults     *Faults
+		faults     *runrecord.Drill
 		want       map[string]Verdict // check name → verdict
 		wantBudget Verdict
 	}{
@@ -50,7 +51,7 @@ func TestFaultChecks(t *testing.T) {
 			build: func(h *hist) {
 				h.steady("k", 0, 3*time.Second, admitted) // 10/s: within fail-open from 1s to 2s
 			},
-			faults: drill(FailOpen, "redis_kill", time.Second, 2*time.Second, true),
+			faults: drill(runrecord.FailOpen, "redis_kill", time.Second, 2*time.Second, true),
 			want:   map[string]Verdict{CheckFaultLatency: Pass, CheckFailureMode: Pass},
 			// Outside the fault zone: 10 admissions in [0,1s) exceed 5 + 5/s·1s?
 			// No: 10 requests in 0.9 s with burst 5 and 5/s allow 5+4.5: fails.
@@ -63,7 +64,7 @@ func TestFaultChecks(t *testing.T) {
 					return history.Rejected, []func(*history.Record){retryAfter(1)}
 				})
 			},
-			faults:     drill(FailClosed, "redis_pause", time.Second, 2*time.Second, false),
+			faults:     drill(runrecord.FailClosed, "redis_pause", time.Second, 2*time.Second, false),
 			want:       map[string]Verdict{CheckFaultLatency: Pass, CheckFailureMode: Fail},
 			wantBudget: Pass,
 		},
@@ -74,7 +75,7 @@ func TestFaultChecks(t *testing.T) {
 					return history.Error, []func(*history.Record){status(503), retryAfter(1)}
 				})
 			},
-			faults:     drill(FailClosed, "redis_pause", time.Second, 2*time.Second, false),
+			faults:     drill(runrecord.FailClosed, "redis_pause", time.Second, 2*time.Second, false),
 			want:       map[string]Verdict{CheckFaultLatency: Pass, CheckFailureMode: Pass},
 			wantBudget: Pass,
 		},
@@ -86,7 +87,7 @@ func TestFaultChecks(t *testing.T) {
 				h.add("k", 1100*time.Millisecond, 2*time.Second, history.Admitted)
 				h.add("k", 1200*time.Millisecond, 2*time.Second, history.Admitted)
 			},
-			faults:     drill(FailOpen, "redis_pause", time.Second, 2*time.Second, false),
+			faults:     drill(runrecord.FailOpen, "redis_pause", time.Second, 2*time.Second, false),
 			want:       map[string]Verdict{CheckFaultLatency: Fail, CheckFailureMode: Pass},
 			wantBudget: Pass,
 		},
@@ -101,7 +102,7 @@ func TestFaultChecks(t *testing.T) {
 					h.add("k", at, at+time.Millisecond, history.Admitted, inst("b"))
 				}
 			},
-			faults:     drill(Fallback, "redis_kill", time.Second, 2*time.Second, true),
+			faults:     drill(runrecord.FailFallback, "redis_kill", time.Second, 2*time.Second, true),
 			want:       map[string]Verdict{CheckFailureMode: Pass},
 			wantBudget: Pass,
 		},
@@ -113,7 +114,7 @@ func TestFaultChecks(t *testing.T) {
 					h.add("k", at, at+time.Millisecond, history.Admitted, inst("a"))
 				}
 			},
-			faults:     drill(Fallback, "redis_kill", time.Second, 2*time.Second, true),
+			faults:     drill(runrecord.FailFallback, "redis_kill", time.Second, 2*time.Second, true),
 			want:       map[string]Verdict{CheckFailureMode: Fail},
 			wantBudget: Pass,
 		},
@@ -128,7 +129,7 @@ func TestFaultChecks(t *testing.T) {
 					h.add("k", at, at+time.Millisecond, history.Admitted)
 				}
 			},
-			faults:     drill(FailOpen, "redis_kill", 2*time.Second, 2500*time.Millisecond, true),
+			faults:     drill(runrecord.FailOpen, "redis_kill", 2*time.Second, 2500*time.Millisecond, true),
 			want:       map[string]Verdict{CheckFailureMode: Unknown},
 			wantBudget: Pass,
 		},
@@ -143,7 +144,7 @@ func TestFaultChecks(t *testing.T) {
 					h.add("k", at, at+time.Millisecond, history.Admitted)
 				}
 			},
-			faults:     drill(FailOpen, "redis_pause", 2*time.Second, 2500*time.Millisecond, false),
+			faults:     drill(runrecord.FailOpen, "redis_pause", 2*time.Second, 2500*time.Millisecond, false),
 			wantBudget: Fail,
 		},
 	}
@@ -188,8 +189,8 @@ func TestInstanceFault(t *testing.T) {
 		}
 		return &h
 	}
-	f := &Faults{
-		Windows: []FaultWindow{{Kind: "instance_kill", FromNs: int64(time.Second), ToNs: int64(3 * time.Second), Instance: "b"}},
+	f := &runrecord.Drill{
+		Windows: []runrecord.FaultWindow{{Kind: "instance_kill", FromNs: int64(time.Second), ToNs: int64(3 * time.Second), Instance: "b"}},
 		Timeout: 50 * time.Millisecond, Slack: 50 * time.Millisecond, Recovery: time.Second,
 	}
 	for _, tc := range []struct {
@@ -219,7 +220,7 @@ func TestPausedStoreChargesLate(t *testing.T) {
 		at := 10*time.Second + time.Duration(i+1)*time.Millisecond
 		h.add("k", at, at+time.Millisecond, out, retryAfter(1))
 	}
-	f := &Faults{Windows: []FaultWindow{{Kind: "redis_pause", FromNs: int64(time.Second), ToNs: int64(10 * time.Second), Unavailable: true}},
+	f := &runrecord.Drill{Windows: []runrecord.FaultWindow{{Kind: "redis_pause", FromNs: int64(time.Second), ToNs: int64(10 * time.Second), Unavailable: true}},
 		Timeout: 50 * time.Millisecond, Slack: 50 * time.Millisecond, Recovery: 50 * time.Millisecond}
 	rep := h.checkFaults(t, "gcra:1/1s,burst=3", f)
 	if got := result(t, rep, CheckFalseRejections); got.Verdict == Fail {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/harness/history"
+	"github.com/rlbench/rlbench/harness/runrecord"
 )
 
 // DefaultResolution is Policy.Resolution's default: the reference limiter
@@ -47,7 +48,7 @@ type Policy struct {
 	ExpectedStatuses []int
 	// Faults, when set, describes the faults of a drill: requests during a
 	// fault and its recovery are judged by the fault checks, not the budget.
-	Faults *Faults
+	Faults *runrecord.Drill
 }
 
 // Rule applies Limits to the requests of matching routes and keys. A

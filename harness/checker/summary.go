@@ -23,7 +23,10 @@ const SummarySchema = "rlbench-summary/v1"
 //	  checks    array of objects:
 //	    name         string: the check (budget, false-rejections, retry-after,
 //	                 ratelimit-fields, header-style, status,
-//	                 boundary-burst-ratio, and checks other packages add).
+//	                 boundary-burst-ratio, fault-latency, failure-mode,
+//	                 load-delivered, history-complete, max-latency,
+//	                 latency-overhead, retry-after-probe, fault-injected,
+//	                 key-ttl; "run" for a scenario that could not run).
 //	    scope        string, optional: the limit or route checked.
 //	    verdict      string: pass, fail or unknown.
 //	    observed     number: the measured value, in unit.

@@ -8,20 +8,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rlbench/rlbench/harness/runrecord"
 	"github.com/rlbench/rlbench/scenarios"
 )
 
 // Fault is one scheduled fault, as a scenario declares it.
 type Fault = scenarios.Fault
-
-// Window is a fault as it happened: when it was injected and healed, in ns
-// since the schedule's start. ToNs is 0 when it was never healed (the run
-// ended first); Err holds what went wrong injecting or healing it.
-type Window struct {
-	Fault
-	FromNs, ToNs int64
-	Err          string
-}
 
 // Redis is the server faults act on; provider values implement it.
 type Redis interface {
@@ -68,21 +60,27 @@ func Validate(faults []Fault, env Env) error {
 // Schedule runs faults against env from start until every fault is healed
 // or ctx ends. Wait returns the windows once every fault is healed; Stop
 // heals what is still active and returns at once.
+//
+// The windows are the faults as they happened, one per fault in order
+// (runrecord.FaultWindow: kind, target and schedule, when each was injected
+// and healed in ns since start, FromNs 0 when never injected and ToNs 0
+// when never healed, and what went wrong). What a fault means for the
+// checks (store unavailable, state lost) is for the caller to fill in.
 type Schedule struct {
 	start   time.Time
 	env     Env
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	mu      sync.Mutex
-	windows []Window
+	windows []runrecord.FaultWindow
 }
 
 // Start arms faults, relative to start. It does not block.
 func Start(ctx context.Context, start time.Time, faults []Fault, env Env) *Schedule {
 	ctx, cancel := context.WithCancel(ctx)
-	s := &Schedule{start: start, env: env, cancel: cancel, windows: make([]Window, len(faults))}
+	s := &Schedule{start: start, env: env, cancel: cancel, windows: make([]runrecord.FaultWindow, len(faults))}
 	for i, f := range faults {
-		s.windows[i].Fault = f
+		s.windows[i] = runrecord.FaultWindow{Kind: string(f.Kind), Target: f.Target, At: f.At, Duration: f.Duration}
 		s.wg.Add(1)
 		go s.run(ctx, i, f)
 	}
@@ -96,7 +94,7 @@ func (s *Schedule) run(ctx context.Context, i int, f Fault) {
 	}
 	injectErr := s.inject(ctx, f)
 	injected := time.Now()
-	s.record(i, func(w *Window) {
+	s.record(i, func(w *runrecord.FaultWindow) {
 		w.FromNs = injected.Sub(s.start).Nanoseconds()
 		if injectErr != nil {
 			w.Err = injectErr.Error()
@@ -110,7 +108,7 @@ func (s *Schedule) run(ctx context.Context, i int, f Fault) {
 	healCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	healErr := s.heal(healCtx, f)
-	s.record(i, func(w *Window) {
+	s.record(i, func(w *runrecord.FaultWindow) {
 		w.ToNs = time.Since(s.start).Nanoseconds()
 		if healErr != nil {
 			w.Err = healErr.Error()
@@ -118,7 +116,7 @@ func (s *Schedule) run(ctx context.Context, i int, f Fault) {
 	})
 }
 
-func (s *Schedule) record(i int, f func(*Window)) {
+func (s *Schedule) record(i int, f func(*runrecord.FaultWindow)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f(&s.windows[i])
@@ -164,20 +162,20 @@ func (s *Schedule) heal(ctx context.Context, f Fault) error {
 
 // Wait blocks until every fault has been injected and healed, then
 // returns the windows.
-func (s *Schedule) Wait() []Window {
+func (s *Schedule) Wait() []runrecord.FaultWindow {
 	s.wg.Wait()
 	return s.Windows()
 }
 
 // Stop cancels the faults not yet injected, heals those active, waits for
 // that, and returns the windows.
-func (s *Schedule) Stop() []Window {
+func (s *Schedule) Stop() []runrecord.FaultWindow {
 	s.cancel()
 	return s.Wait()
 }
 
 // Windows returns the windows so far.
-func (s *Schedule) Windows() []Window {
+func (s *Schedule) Windows() []runrecord.FaultWindow {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.windows)

@@ -21,9 +21,6 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/rlbench/rlbench/harness/checker"
 	"github.com/rlbench/rlbench/harness/redisserver"
@@ -38,15 +35,9 @@ import (
 // DefaultOut is the output directory of `rlbench mutate` unless told otherwise.
 const DefaultOut = "rlbench-mutation"
 
-// Check names the suite adds to a run's results.
-const (
-	// checkKeyTTL fails when a key was left in Redis without a TTL
-	// (DESIGN.md: every key written has a TTL in the same atomic step).
-	checkKeyTTL = "key-ttl"
-	// checkQueueDelay is the checker's check that a leaky bucket as a queue
-	// delays each admitted request until its slot.
-	checkQueueDelay = "queue-delay"
-)
+// checkQueueDelay is the checker's check that a leaky bucket as a queue
+// delays each admitted request until its slot.
+const checkQueueDelay = "queue-delay"
 
 // Mutant is a faulty limiter variant and the check that must catch it.
 type Mutant struct {
@@ -62,7 +53,7 @@ var mutants = []Mutant{
 	{Variant: faulty.NonAtomic, Check: checker.CheckBudget},
 	{Variant: faulty.ClientClock, Check: checker.CheckBudget},
 	{Variant: faulty.FixedAsSliding, Check: checker.CheckBudget},
-	{Variant: faulty.NoTTL, Check: checkKeyTTL},
+	{Variant: faulty.NoTTL, Check: checker.CheckKeyTTL},
 	{Variant: faulty.RejectedConsumes, Check: checker.CheckFalseRejections},
 	{Variant: faulty.RetryAfterShort, Check: checker.CheckRetryAfter},
 	{Variant: faulty.HalfToken, Check: checker.CheckBudget},
@@ -207,12 +198,12 @@ func Run(ctx context.Context, opts Options, ms []Mutant) (*Score, error) {
 		r := &Row{Mutant: m, Scenario: sc.Name}
 		s.Rows = append(s.Rows, r)
 		opts.progressf("mutate: %s: reference limiter", m.Variant)
-		r.Reference, r.ReferenceErr = runOnce(ctx, &opts, sc, filepath.Join(opts.Out, m.Variant, "reference"), nil)
+		r.Reference, r.ReferenceErr = runOnce(ctx, &opts, sc, filepath.Join(opts.Out, m.Variant, "reference"), "")
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("interrupted: %w", ctx.Err())
 		}
 		opts.progressf("mutate: %s: faulty variant", m.Variant)
-		r.Variant, r.VariantErr = runOnce(ctx, &opts, sc, filepath.Join(opts.Out, m.Variant, "faulty"), []string{"--faulty", m.Variant})
+		r.Variant, r.VariantErr = runOnce(ctx, &opts, sc, filepath.Join(opts.Out, m.Variant, "faulty"), m.Variant)
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("interrupted: %w", ctx.Err())
 		}
@@ -302,14 +293,16 @@ func failed(results []checker.Result) []string {
 	return names
 }
 
-// runOnce runs sc with the extra serve flags args, its output under dir,
-// and returns its results. A scenario without faults runs on a Redis the
-// suite starts, scanned afterwards for keys without a TTL (checkKeyTTL).
-func runOnce(ctx context.Context, opts *Options, sc *scenarios.Scenario, dir string, args []string) ([]checker.Result, error) {
+// runOnce runs sc on instances of the faulty limiter variant (the reference
+// when variant is empty), its output under dir, and returns its results. A
+// scenario without faults runs on a Redis the suite starts, which the runner
+// scans after the traffic for keys without a TTL (the checker's key-ttl
+// check reads the scan from the run record).
+func runOnce(ctx context.Context, opts *Options, sc *scenarios.Scenario, dir, variant string) ([]checker.Result, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("output directory: %w", err)
 	}
-	ropts := runner.Options{OutDir: dir, Binary: opts.Binary, InstanceArgs: args, Log: opts.Log}
+	ropts := runner.Options{OutDir: dir, Binary: opts.Binary, Faulty: variant, Log: opts.Log}
 	var own *redisserver.Server
 	if len(sc.Faults) == 0 && sc.Redis.Provider != scenarios.ProviderNone && len(sc.Target.External) == 0 {
 		var err error
@@ -317,18 +310,11 @@ func runOnce(ctx context.Context, opts *Options, sc *scenarios.Scenario, dir str
 			return nil, err
 		}
 		defer own.Stop()
-		ropts.Provider, ropts.RedisURL = scenarios.ProviderExternal, own.URL()
+		ropts.Provider, ropts.RedisURL, ropts.ScanKeys = scenarios.ProviderExternal, own.URL(), true
 	}
 	o, err := runner.New(ropts).Run(ctx, sc)
 	if err != nil {
 		return nil, err
-	}
-	if own != nil {
-		res, err := keyTTLCheck(ctx, own.Addr())
-		if err != nil {
-			return nil, err
-		}
-		o.Report.Results = append(o.Report.Results, res)
 	}
 	summary := checker.NewSummary(o.Start)
 	summary.Add(o.Scenario.Name, o.Report.Results)
@@ -336,24 +322,4 @@ func runOnce(ctx context.Context, opts *Options, sc *scenarios.Scenario, dir str
 	record.Scenarios = append(record.Scenarios, o.Record())
 	record.Meta.Duration = o.Duration
 	return o.Report.Results, reports.WriteRun(dir, summary, record)
-}
-
-// keyTTLCheck scans the Redis at addr for keys without a TTL.
-func keyTTLCheck(ctx context.Context, addr string) (checker.Result, error) {
-	client := redis.NewClient(&redis.Options{Addr: addr, DisableIdentity: true})
-	defer client.Close()
-	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	keys, err := redisserver.KeysWithoutTTL(sctx, client)
-	if err != nil {
-		return checker.Result{}, fmt.Errorf("scan keys for a TTL: %w", err)
-	}
-	res := checker.Result{Name: checkKeyTTL, Verdict: checker.Pass, Observed: float64(len(keys)), Bound: 0, Unit: "keys",
-		Explanation: "every key left in Redis after the run has a TTL"}
-	if len(keys) > 0 {
-		slices.Sort(keys)
-		res.Verdict = checker.Fail
-		res.Explanation = fmt.Sprintf("%d keys left in Redis without a TTL, such as %s: they never expire", len(keys), keys[0])
-	}
-	return res, nil
 }

@@ -5,11 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"time"
 
-	"github.com/rlbench/rlbench/harness/checker"
-	"github.com/rlbench/rlbench/harness/runrecord"
-	"github.com/rlbench/rlbench/limiter"
 	"github.com/rlbench/rlbench/sampleapi"
 	"github.com/rlbench/rlbench/scenarios"
 )
@@ -75,72 +71,4 @@ func WriteInstanceConfig(path string, cfg sampleapi.Config) error {
 		return fmt.Errorf("instance config: %w", err)
 	}
 	return nil
-}
-
-// Policy is what the scenario's routes promise, for the checker, with the
-// fault windows the run recorded. Errors come from the checker's parsing of
-// the policies (see checkerLimits).
-func Policy(sc *scenarios.Scenario, offset, uncertainty time.Duration, windows []runrecord.FaultWindow) (checker.Policy, error) {
-	p := checker.Policy{ClockOffset: &offset, ClockUncertainty: uncertainty}
-	for _, rt := range sc.Target.Routes {
-		if rt.Baseline() {
-			continue
-		}
-		limits, err := checkerLimits(rt.Policies)
-		if err != nil {
-			return checker.Policy{}, fmt.Errorf("route %s: %w", rt.Path, err)
-		}
-		p.Rules = append(p.Rules, checker.Rule{Route: rt.Path, Limits: limits})
-	}
-	if sc.Target.FailureMode == scenarios.FailClosed {
-		p.ExpectedStatuses = []int{http.StatusServiceUnavailable}
-	}
-	if len(windows) > 0 && sc.Checks.Faults != nil {
-		f := &checker.Faults{
-			Mode: checker.FailureMode(sc.Target.FailureMode), Instances: sc.Target.Instances, Timeout: sc.Target.StoreTimeout,
-			Slack: sc.Checks.Faults.Slack, Recovery: sc.Checks.Faults.Recovery,
-		}
-		for i, w := range windows {
-			if w.FromNs == 0 { // never injected: the fault-injected check says so
-				continue
-			}
-			fault := sc.Faults[i]
-			f.Windows = append(f.Windows, checker.FaultWindow{
-				Kind: w.Kind, FromNs: w.FromNs, ToNs: w.ToNs,
-				Unavailable: storeUnavailable(fault, sc.Target.StoreTimeout),
-				LosesState:  fault.Kind == scenarios.FaultRedisKill,
-				Instance:    fault.Target,
-			})
-		}
-		p.Faults = f
-	}
-	return p, nil
-}
-
-// checkerLimits hands limits to the checker in the policy syntax the
-// history's header records (limiter.Limit.Spec), read by the checker's own
-// parser, so that the run is judged by the limits `rlbench check` reads
-// back from the header.
-func checkerLimits(ls []limiter.Limit) ([]checker.Limit, error) {
-	out := make([]checker.Limit, len(ls))
-	for i, l := range ls {
-		c, err := checker.ParseLimit(l.Spec())
-		if err != nil {
-			return nil, err
-		}
-		out[i] = c
-	}
-	return out, nil
-}
-
-// storeUnavailable reports whether fault leaves the limiter without an
-// answer from its store within timeout, so that its failure mode decides.
-func storeUnavailable(f scenarios.Fault, timeout time.Duration) bool {
-	switch f.Kind {
-	case scenarios.FaultInstanceKill:
-		return false
-	case scenarios.FaultRedisLatency:
-		return f.Latency >= timeout
-	}
-	return true
 }

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -114,26 +113,5 @@ func TestInstanceConfigFields(t *testing.T) {
 	}
 	if err := pc.Validate(); err != nil {
 		t.Errorf("peer redis_rate configuration is invalid: %v", err)
-	}
-}
-
-func TestPolicy(t *testing.T) {
-	sc, err := scenarios.Lookup("quickstart")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc.Target.FailureMode = scenarios.FailClosed
-	p, err := Policy(sc, 3*time.Millisecond, time.Millisecond, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(p.Rules) != 1 || p.Rules[0].Route != "/api/items" || len(p.Rules[0].Limits) != 1 {
-		t.Fatalf("rules = %+v", p.Rules)
-	}
-	if *p.ClockOffset != 3*time.Millisecond || p.ClockUncertainty != time.Millisecond {
-		t.Fatalf("clock = %v ± %v", *p.ClockOffset, p.ClockUncertainty)
-	}
-	if !slices.Contains(p.ExpectedStatuses, http.StatusServiceUnavailable) {
-		t.Fatal("a fail-closed target's 503s must be expected")
 	}
 }

@@ -5,22 +5,23 @@ import (
 
 	"github.com/rlbench/rlbench/harness/runrecord"
 	"github.com/rlbench/rlbench/harness/traffic"
+	"github.com/rlbench/rlbench/scenarios"
 )
 
-// Record turns an Outcome into its run.json entry.
+// Record turns an Outcome into its run.json entry: everything the checks
+// read besides the history (checker.CheckScenario), and what the report
+// shows.
 func (o *Outcome) Record() runrecord.ScenarioRecord {
 	sc := o.Scenario
 	rec := runrecord.ScenarioRecord{
 		Name: sc.Name, Description: sc.Description, Source: sc.Source, Seed: sc.Seed,
 		Start: o.Start.UTC(), Duration: o.Duration, Redis: o.Redis, Instances: o.Instances, History: o.HistoryPath,
-		ClockOffset: o.ClockOffset, ClockUncertainty: o.ClockUncertainty, Faults: o.Faults,
+		ClockOffset: o.ClockOffset, ClockUncertainty: o.ClockUncertainty, FailureMode: sc.Target.FailureMode,
+		Faults: o.Faults, Drill: drill(sc, o.Faults), KeyScan: o.KeyScan,
+		Checks: &runrecord.CheckSettings{LoadDelivered: sc.Checks.LoadDelivered, MaxLatency: sc.Checks.MaxLatency},
 	}
-	if f := o.Drill; f != nil {
-		d := &runrecord.Drill{Mode: string(f.Mode), Instances: f.Instances, Timeout: f.Timeout, Slack: f.Slack, Recovery: f.Recovery}
-		for _, w := range f.Windows {
-			d.Windows = append(d.Windows, runrecord.DrillWindow{Kind: w.Kind, FromNs: w.FromNs, ToNs: w.ToNs, Unavailable: w.Unavailable, LosesState: w.LosesState, Instance: w.Instance})
-		}
-		rec.Drill = d
+	if ov := sc.Checks.Overhead; ov != nil {
+		rec.Checks.Overhead = &runrecord.OverheadBounds{Route: ov.Route, Baseline: ov.Baseline, P50: ov.P50, P99: ov.P99, P999: ov.P999}
 	}
 	for _, rt := range sc.Target.Routes {
 		rr := runrecord.RouteRecord{Path: rt.Path, Cost: rt.Cost, Baseline: rt.Baseline()}
@@ -31,6 +32,7 @@ func (o *Outcome) Record() runrecord.ScenarioRecord {
 	}
 	if st := o.Stats; st != nil {
 		rec.Dropped = st.Dropped
+		rec.Checks.LagTolerance = st.LagTolerance
 		for _, p := range st.Phases {
 			rec.Phases = append(rec.Phases, phaseRecord(p))
 		}
@@ -42,6 +44,46 @@ func (o *Outcome) Record() runrecord.ScenarioRecord {
 	return rec
 }
 
+// drill is what the checks hold a drill's faults to: the declared failure
+// mode, the store timeout and the scenario's fault bounds, over the faults
+// that took effect. Nil for a scenario without faults.
+func drill(sc *scenarios.Scenario, windows []runrecord.FaultWindow) *runrecord.Drill {
+	if len(windows) == 0 || sc.Checks.Faults == nil {
+		return nil
+	}
+	d := &runrecord.Drill{
+		Mode: sc.Target.FailureMode, Instances: sc.Target.Instances, Timeout: sc.Target.StoreTimeout,
+		Slack: sc.Checks.Faults.Slack, Recovery: sc.Checks.Faults.Recovery,
+	}
+	for _, w := range windows {
+		if w.FromNs != 0 { // never injected: the fault-injected check says so
+			d.Windows = append(d.Windows, w)
+		}
+	}
+	return d
+}
+
+// classify completes the window of fault f as the schedule recorded it
+// with what the fault means for the checks, given the store timeout.
+func classify(w runrecord.FaultWindow, f scenarios.Fault, timeout time.Duration) runrecord.FaultWindow {
+	w.Unavailable = storeUnavailable(f, timeout)
+	w.LosesState = f.Kind == scenarios.FaultRedisKill
+	w.Instance = f.Target
+	return w
+}
+
+// storeUnavailable reports whether fault leaves the limiter without an
+// answer from its store within timeout, so that its failure mode decides.
+func storeUnavailable(f scenarios.Fault, timeout time.Duration) bool {
+	switch f.Kind {
+	case scenarios.FaultInstanceKill:
+		return false
+	case scenarios.FaultRedisLatency:
+		return f.Latency >= timeout
+	}
+	return true
+}
+
 func phaseRecord(p *traffic.PhaseStats) runrecord.PhaseRecord {
 	pr := runrecord.PhaseRecord{
 		Name: p.Name, Kind: string(p.Kind), Planned: p.Planned, Sent: p.Sent, OnTime: p.OnTime, Withheld: p.Withheld,
@@ -50,7 +92,7 @@ func phaseRecord(p *traffic.PhaseStats) runrecord.PhaseRecord {
 	if p.Lag != nil {
 		pr.LagP99 = time.Duration(p.Lag.ValueAtQuantile(99)) * time.Microsecond
 	}
-	if p.ProbeRejected || p.ProbeAdmitted {
+	if p.Kind == scenarios.RetryAfterProbe {
 		pr.Probe = &runrecord.ProbeRecord{Rejected: p.ProbeRejected, Retried: p.ProbeRetried, Admitted: p.ProbeAdmitted, Wait: p.ProbeWait}
 	}
 	return pr

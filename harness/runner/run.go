@@ -3,9 +3,12 @@
 // Package runner carries out `rlbench run`: for each scenario it provisions
 // Redis, starts the sample API instances, measures the offset to the
 // limiter's clock, arms the fault schedule, fires the traffic phases while
-// streaming every request into the history, stops everything, and checks
-// the history against the scenario's policies. Data only moves forward:
-// the checker reads the history file, never the target.
+// streaming every request into the history, optionally scans Redis for keys
+// left without a TTL, stops everything, and has the checker judge what it
+// recorded. Data only moves forward: the runner records and does not
+// judge; the checker reads the history file and the run record
+// (checker.CheckScenario, the function `rlbench check DIR` calls too),
+// never the target.
 package runner
 
 import (
@@ -28,6 +31,7 @@ import (
 	"github.com/rlbench/rlbench/harness/peers"
 	"github.com/rlbench/rlbench/harness/progress"
 	"github.com/rlbench/rlbench/harness/provider"
+	"github.com/rlbench/rlbench/harness/redisserver"
 	"github.com/rlbench/rlbench/harness/runrecord"
 	"github.com/rlbench/rlbench/harness/traffic"
 	"github.com/rlbench/rlbench/limiter"
@@ -62,6 +66,11 @@ type Options struct {
 	// instance, overriding its configuration file (as a person running
 	// `rlbench serve` would); prefer the fields above.
 	InstanceArgs []string
+	// ScanKeys scans every key of the scenario's Redis after the traffic
+	// for keys without a TTL and records the scan (the key-ttl check). Set
+	// it only for a Redis that holds this run's keys alone: a scan of a
+	// shared Redis would judge other programs' keys.
+	ScanKeys bool
 }
 
 // Outcome is one scenario's run.
@@ -77,17 +86,18 @@ type Outcome struct {
 	Instances []string
 	// HistoryPath is the recorded history, relative to Options.OutDir.
 	HistoryPath string
-	// Report is the checker's verdicts on the history, plus the harness's
-	// own checks (load delivered, latency) appended to its Results.
+	// Report is the checker's verdicts on what the run recorded: the
+	// history and the Record.
 	Report *checker.Report
 	// Stats is what the generator delivered.
 	Stats *traffic.Stats
 	// ClockOffset is the limiter's clock minus the harness's, ± ClockUncertainty.
 	ClockOffset, ClockUncertainty time.Duration
-	// Faults are the faults injected, in ns since Start, and Drill what the
-	// checks held them to.
+	// Faults are the scenario's faults as they happened, in ns since Start.
 	Faults []runrecord.FaultWindow
-	Drill  *checker.Faults
+	// KeyScan is the scan for keys without a TTL (Options.ScanKeys); nil
+	// when none was made.
+	KeyScan *runrecord.KeyScan
 }
 
 // Runner runs scenarios one after the other.
@@ -178,16 +188,34 @@ func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (*Outcome, err
 	if err := r.fire(ctx, sc, filepath.Join(r.opts.OutDir, out.HistoryPath), urls, names, env, out); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
+	if r.opts.ScanKeys && rdb != nil {
+		if out.KeyScan, err = scanKeys(ctx, rdb, out.Start); err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+	}
 	// Stop the target before checking, so no instance outlives a long check.
 	for _, c := range slices.Backward(cleanups) {
 		c()
 	}
 	cleanups = nil
 
-	if out.Report, err = r.check(sc, filepath.Join(r.opts.OutDir, out.HistoryPath), out); err != nil {
+	rec := out.Record()
+	if out.Report, err = checker.CheckScenario(r.opts.OutDir, &rec); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 	return out, nil
+}
+
+// scanKeys records the keys of the Redis behind rdb that have no TTL.
+func scanKeys(ctx context.Context, rdb *redis.Client, start time.Time) (*runrecord.KeyScan, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	at := time.Since(start)
+	keys, err := redisserver.KeysWithoutTTL(ctx, rdb)
+	if err != nil {
+		return nil, fmt.Errorf("scan keys for a TTL: %w", err)
+	}
+	return &runrecord.KeyScan{AtNs: at.Nanoseconds(), WithoutTTL: len(keys), Examples: keys[:min(len(keys), runrecord.MaxKeyExamples)]}, nil
 }
 
 // needsProxy reports whether a fault of sc acts on the link to Redis.
@@ -344,8 +372,8 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 			}
 		},
 	})
-	for _, w := range schedule.Stop() {
-		out.Faults = append(out.Faults, runrecord.FaultWindow{Kind: string(w.Kind), Target: w.Target, FromNs: w.FromNs, ToNs: w.ToNs, Err: w.Err})
+	for i, w := range schedule.Stop() {
+		out.Faults = append(out.Faults, classify(w, sc.Faults[i], sc.Target.StoreTimeout))
 	}
 	display.Stop()
 	out.Start, out.Duration, out.Stats = start, time.Since(start), stats
@@ -370,36 +398,4 @@ func (r *Runner) identityPrefix(out *Outcome, start time.Time) string {
 		return ""
 	}
 	return fmt.Sprintf("r%x-", start.Unix())
-}
-
-// check reads the history back and checks it against the scenario.
-func (r *Runner) check(sc *scenarios.Scenario, path string, out *Outcome) (*checker.Report, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	src, err := history.NewReader(f, path)
-	if err != nil {
-		return nil, err
-	}
-	p, err := Policy(sc, out.ClockOffset, out.ClockUncertainty, out.Faults)
-	if err != nil {
-		return nil, err
-	}
-	for i, rule := range p.Rules {
-		if claim, ok := r.opts.Claims[rule.Route]; ok {
-			if p.Rules[i].Limits, err = checkerLimits(claim); err != nil {
-				return nil, fmt.Errorf("claim for %s: %w", rule.Route, err)
-			}
-		}
-	}
-	out.Drill = p.Faults
-	rep, err := checker.Check(src, p)
-	if err != nil {
-		return nil, err
-	}
-	rep.Results = append(rep.Results, HarnessChecks(sc, out.Stats)...)
-	rep.Results = append(rep.Results, FaultChecks(sc, out.Faults)...)
-	return rep, nil
 }

@@ -1,7 +1,23 @@
 // Package runrecord defines run.json, the record of what a run did beside
-// summary.json's verdicts (its software, machine, Redis, instances, load
-// delivered, latency distributions and fault windows), so that a report can
-// be rendered again from a run directory alone.
+// summary.json's verdicts: its software, machine, Redis and instances, and
+// everything the checks read besides the histories, so that both the report
+// and every verdict can be computed again from a run directory alone
+// (`rlbench report DIR`, `rlbench check DIR`).
+//
+// The harness records; it does not judge. Per scenario run.json holds the
+// facts the checker (package checker, CheckRun) turns into verdicts: the
+// fault windows as they happened and the drill's declared behaviour, the
+// clock offset, the failure mode, the phases' planned and delivered
+// figures with the Retry-After probes' outcomes, the bounds the scenario set
+// for the checks on the run itself (CheckSettings: load delivered, latency,
+// overhead), and the scans of Redis for keys left without a TTL. Latency
+// distributions are kept as HDR snapshots for the report; the checks read
+// each request's times from the history instead.
+//
+// The types here are shared by the recorder and the checker: FaultWindow is
+// the one fault-window type (the fault schedule writes it, the checker
+// reads it), Drill the one description of a drill, FailureMode the one
+// failure-mode type (package scenarios aliases it).
 package runrecord
 
 import (
@@ -19,7 +35,8 @@ import (
 const Schema = "rlbench-run/v1"
 
 // RunRecord is run.json: what a run did, beside summary.json's verdicts, so
-// that `rlbench report DIR` can render the report again from the files alone.
+// that `rlbench report DIR` can render the report again and `rlbench check
+// DIR` compute every verdict again from the files alone.
 // Schema rlbench-run/v1; times are RFC 3339, durations in nanoseconds,
 // latencies in microseconds. Fields are never removed or retyped within v1.
 type RunRecord struct {
@@ -75,43 +92,139 @@ type ScenarioRecord struct {
 	// ClockOffset is the limiter's clock minus the harness's, ± ClockUncertainty.
 	ClockOffset      time.Duration `json:"clock_offset_ns"`
 	ClockUncertainty time.Duration `json:"clock_uncertainty_ns"`
+	// FailureMode is what the target declared it does when its store fails;
+	// empty for a target that declares nothing (an external API). A
+	// fail-closed target's 503s are expected statuses.
+	FailureMode FailureMode `json:"failure_mode,omitempty"`
 	// Routes lists the scenario's routes with their limits (limiter.Limit.Spec form).
 	Routes []RouteRecord `json:"routes"`
 	// Phases is what the generator planned and delivered, phase by phase.
 	Phases []PhaseRecord `json:"phases"`
 	// Dropped counts results missing from the history.
 	Dropped int `json:"dropped"`
+	// Checks are the bounds of the checks on the run itself; nil in a
+	// record written before they were recorded, whose re-check then has
+	// only the history's checks and the fault checks.
+	Checks *CheckSettings `json:"checks,omitempty"`
 	// Latency holds per route the latency distributions, as HDR histogram
 	// snapshots in microseconds.
 	Latency map[string]LatencyRecord `json:"latency"`
-	// Faults are the fault windows of the run, in ns since Start.
+	// Faults are the scenario's faults in its order, as they happened.
 	Faults []FaultWindow `json:"faults,omitempty"`
-	// Drill is what the checks held the faults to, so that `rlbench check`
+	// Drill is what the checks hold the faults to, so that `rlbench check`
 	// can re-check the history alone; nil for a scenario without faults.
 	Drill *Drill `json:"drill,omitempty"`
+	// KeyScan is a scan of the run's Redis for keys without a TTL after the
+	// traffic; nil when the run did not scan (the key-ttl check then does
+	// not run).
+	KeyScan *KeyScan `json:"key_scan,omitempty"`
 	// Error is set when the scenario could not run.
 	Error string `json:"error,omitempty"`
 }
 
-// Drill is a drill's declared behaviour and the windows its checks used.
+// FailureMode is what a limiter declares it does when its store fails: the
+// scenario's target.failure_mode, the drill's declared behaviour.
+type FailureMode string
+
+// Failure modes.
+const (
+	// FailOpen admits requests while the store is unavailable.
+	FailOpen FailureMode = "open"
+	// FailClosed rejects them with 503 and a Retry-After.
+	FailClosed FailureMode = "closed"
+	// FailFallback decides on a local in-memory limiter holding each
+	// instance's share of the budget.
+	FailFallback FailureMode = "fallback"
+)
+
+// Drill is a drill's declared behaviour and the fault windows its checks
+// use. The zero Mode declares no failure mode (no failure-mode check).
 type Drill struct {
-	Mode      string        `json:"failure_mode"`
-	Instances int           `json:"instances"`
-	Timeout   time.Duration `json:"store_timeout_ns"`
-	Slack     time.Duration `json:"slack_ns"`
-	Recovery  time.Duration `json:"recovery_ns"`
-	Windows   []DrillWindow `json:"windows"`
+	Mode FailureMode `json:"failure_mode"`
+	// Instances is the number of instances sharing the budget; a fallback
+	// holds each to its 1/Instances share.
+	Instances int `json:"instances"`
+	// Timeout is the store timeout and Slack what a request may take beyond
+	// it during a fault (network, queueing, the generator's own delays).
+	Timeout time.Duration `json:"store_timeout_ns"`
+	Slack   time.Duration `json:"slack_ns"`
+	// Recovery is how long after a fault's end the shared budget must hold
+	// again: requests within it are judged by the fault checks only.
+	Recovery time.Duration `json:"recovery_ns"`
+	// Windows are the faults that took effect (FromNs above 0).
+	Windows []FaultWindow `json:"windows"`
 }
 
-// DrillWindow is a fault window as the checks treat it.
-type DrillWindow struct {
-	Kind        string `json:"kind"`
-	FromNs      int64  `json:"from_ns"`
-	ToNs        int64  `json:"to_ns"`
-	Unavailable bool   `json:"store_unavailable"`
-	LosesState  bool   `json:"loses_state"`
-	Instance    string `json:"instance,omitempty"`
+// FaultWindow is a fault of a run: what the scenario scheduled (Kind,
+// Target, At, Duration), when it took effect and was healed (FromNs, ToNs,
+// in ns since the scenario's start; FromNs 0: never injected, ToNs 0: never
+// healed, lasting to the end of the history), and what it means for the
+// checks (Unavailable, LosesState, Instance).
+type FaultWindow struct {
+	// Kind names the fault ("redis_kill", "redis_pause", ...; the
+	// scenario's fault kinds) and Target the instance it acted on, if any.
+	Kind   string `json:"kind"`
+	Target string `json:"target,omitempty"`
+	// At and Duration are the schedule: injected At after the traffic
+	// started, healed Duration after it took effect.
+	At       time.Duration `json:"at_ns,omitempty"`
+	Duration time.Duration `json:"duration_ns,omitempty"`
+	FromNs   int64         `json:"from_ns"`
+	ToNs     int64         `json:"to_ns"`
+	// Err is what went wrong injecting or healing the fault, if anything.
+	Err string `json:"error,omitempty"`
+	// Unavailable says the limiter's store could not answer in time during
+	// the fault (it was dead, paused, cut off or slower than the timeout),
+	// so the declared failure mode must decide every request.
+	Unavailable bool `json:"store_unavailable"`
+	// LosesState says the store came back empty (a restarted Redis): the
+	// budget is checked separately before and after.
+	LosesState bool `json:"loses_state"`
+	// Instance, when set, limits the fault to the requests sent to that
+	// instance (a killed instance); the others are checked as usual.
+	Instance string `json:"instance,omitempty"`
 }
+
+// CheckSettings are the bounds a scenario set for the checks on the run
+// itself rather than on the limiter's decisions.
+type CheckSettings struct {
+	// LoadDelivered is the least fraction of the open-model phases' planned
+	// requests that must be sent within LagTolerance of their schedule for
+	// latency figures to count.
+	LoadDelivered float64       `json:"load_delivered"`
+	LagTolerance  time.Duration `json:"lag_tolerance_ns"`
+	// MaxLatency, when positive, bounds every request's latency from its
+	// intended send time.
+	MaxLatency time.Duration `json:"max_latency_ns,omitempty"`
+	// Overhead, when set, bounds the latency the limiter adds.
+	Overhead *OverheadBounds `json:"overhead,omitempty"`
+}
+
+// OverheadBounds bound the latency Route adds over Baseline, the same
+// handler with the limiter bypassed, at three percentiles; a zero bound is
+// not checked.
+type OverheadBounds struct {
+	Route    string        `json:"route"`
+	Baseline string        `json:"baseline"`
+	P50      time.Duration `json:"p50_ns,omitempty"`
+	P99      time.Duration `json:"p99_ns,omitempty"`
+	P999     time.Duration `json:"p999_ns,omitempty"`
+}
+
+// KeyScan is a scan of every key of the run's Redis for keys that exist
+// without an expiry (DESIGN.md: every key written has a TTL in the same
+// atomic step).
+type KeyScan struct {
+	// AtNs is when the scan began, in ns since the scenario's start.
+	AtNs int64 `json:"at_ns"`
+	// WithoutTTL counts the keys found without a TTL, and Examples holds
+	// the first MaxKeyExamples of them in sorted order.
+	WithoutTTL int      `json:"without_ttl"`
+	Examples   []string `json:"examples,omitempty"`
+}
+
+// MaxKeyExamples is the most keys a KeyScan lists.
+const MaxKeyExamples = 10
 
 // RouteRecord is a route of a scenario.
 type RouteRecord struct {
@@ -120,6 +233,13 @@ type RouteRecord struct {
 	Limits   []string `json:"limits"`
 	Baseline bool     `json:"baseline,omitempty"`
 }
+
+// Phase kinds, as PhaseRecord.Kind names them (the scenario's phase kinds).
+const (
+	PhaseConstant        = "constant"
+	PhaseRamp            = "ramp"
+	PhaseRetryAfterProbe = "retry_after_probe"
+)
 
 // PhaseRecord is one phase's plan and delivery.
 type PhaseRecord struct {
@@ -134,10 +254,18 @@ type PhaseRecord struct {
 	AchievedRate float64       `json:"achieved_rate"`
 	Status       map[int]int   `json:"status"`
 	LagP99       time.Duration `json:"lag_p99_ns"`
-	Probe        *ProbeRecord  `json:"probe,omitempty"`
+	// Probe is a retry_after_probe phase's outcome; nil for other phases
+	// (and, in older records, for a probe never rejected).
+	Probe *ProbeRecord `json:"probe,omitempty"`
 }
 
-// ProbeRecord is a Retry-After probe's result.
+// OpenModel reports whether the phase sends on a schedule whatever the
+// responses do (constant and ramp): the phases whose delivery counts.
+func (p *PhaseRecord) OpenModel() bool { return p.Kind == PhaseConstant || p.Kind == PhaseRamp }
+
+// ProbeRecord is a Retry-After probe's result: whether it met a rejection,
+// whether that rejection carried a usable Retry-After so the probe waited
+// Wait and retried, and whether the retry was admitted.
 type ProbeRecord struct {
 	Rejected bool          `json:"rejected"`
 	Retried  bool          `json:"retried"`
@@ -157,17 +285,6 @@ type RedisInfo struct {
 type LatencyRecord struct {
 	FromSent     *hdrhistogram.Snapshot `json:"from_sent"`
 	FromIntended *hdrhistogram.Snapshot `json:"from_intended"`
-}
-
-// FaultWindow is a fault injected during a run: what, on which target, and
-// when, in ns since the scenario's start (ToNs 0: never healed).
-type FaultWindow struct {
-	Kind   string `json:"kind"`
-	Target string `json:"target,omitempty"`
-	FromNs int64  `json:"from_ns"`
-	ToNs   int64  `json:"to_ns"`
-	// Err is what went wrong injecting or healing the fault, if anything.
-	Err string `json:"error,omitempty"`
 }
 
 // Write encodes r as indented JSON.

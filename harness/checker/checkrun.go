@@ -1,0 +1,101 @@
+package checker
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/rlbench/rlbench/harness/history"
+	"github.com/rlbench/rlbench/harness/runrecord"
+)
+
+// CheckScenario checks one scenario of a run directory (the --out of
+// `rlbench run`): the history rec names, relative to runDir, against the
+// policies of its header and everything else rec recorded. `rlbench run`
+// calls it on the run it has just recorded and `rlbench check DIR` on a
+// saved one, so the two print the same verdicts. Errors: a scenario that
+// could not run (rec.Error), a missing or malformed history (wrapping
+// history.ErrFormat), and CheckRun's; none names the scenario, which the
+// caller knows.
+func CheckScenario(runDir string, rec *runrecord.ScenarioRecord) (*Report, error) {
+	if rec.Error != "" {
+		return nil, fmt.Errorf("could not run: %s", rec.Error)
+	}
+	if rec.History == "" {
+		return nil, errors.New("the run record names no history")
+	}
+	path := filepath.Join(runDir, rec.History)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open history: %w", err)
+	}
+	defer f.Close()
+	src, err := history.NewReader(f, path)
+	if err != nil {
+		return nil, fmt.Errorf("read history: %w", err)
+	}
+	rep, err := CheckRun(src, rec, Policy{})
+	if err != nil {
+		return nil, fmt.Errorf("check %s: %w", path, err)
+	}
+	return rep, nil
+}
+
+// CheckRun checks a history src recorded by a run whose run.json entry is
+// rec: Check's verdicts on the history under p, completed from rec where p
+// leaves them unset (the clock offset, the drill's faults, a fail-closed
+// target's 503 as an expected status), followed by the checks on the run
+// itself: load delivered, a complete history, latency and overhead bounds
+// (from each request's intended, sent and received times in the history),
+// the Retry-After probes, whether each fault was injected and healed, and
+// the keys left without a TTL. A nil rec is Check alone. It reads src once
+// and never contacts a target.
+//
+// Errors: Check's, and a history whose header names another scenario than
+// rec.
+func CheckRun(src history.Source, rec *runrecord.ScenarioRecord, p Policy) (*Report, error) {
+	if rec == nil {
+		return Check(src, p)
+	}
+	if name := src.Header().Scenario; name != "" && name != rec.Name {
+		return nil, fmt.Errorf("the history is of scenario %q, the run record of %q: pair each history with its own scenario's record", name, rec.Name)
+	}
+	if p.ClockOffset == nil {
+		offset := rec.ClockOffset
+		p.ClockOffset, p.ClockUncertainty = &offset, rec.ClockUncertainty
+	}
+	if p.Faults == nil {
+		p.Faults = rec.Drill
+	}
+	mode := rec.FailureMode
+	if mode == "" && rec.Drill != nil { // a record written before the mode was recorded apart
+		mode = rec.Drill.Mode
+	}
+	if mode == runrecord.FailClosed && !slices.Contains(p.ExpectedStatuses, http.StatusServiceUnavailable) {
+		p.ExpectedStatuses = append(slices.Clone(p.ExpectedStatuses), http.StatusServiceUnavailable)
+	}
+	t := newTimings(rec)
+	rep, err := Check(observed{src, t.add}, p)
+	if err != nil {
+		return nil, err
+	}
+	rep.Results = append(rep.Results, t.results(rec)...)
+	return rep, nil
+}
+
+// observed is a history.Source that hands every record it reads to fn.
+type observed struct {
+	history.Source
+	fn func(*history.Record)
+}
+
+func (o observed) Read(r *history.Record) error {
+	err := o.Source.Read(r)
+	if err == nil {
+		o.fn(r)
+	}
+	return err
+}

@@ -1,0 +1,268 @@
+package checker
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/rlbench/rlbench/harness/history"
+	"github.com/rlbench/rlbench/harness/runrecord"
+)
+
+// Names of the checks on the run itself, which CheckRun adds to the
+// history's checks.
+const (
+	CheckLoadDelivered   = "load-delivered"
+	CheckHistoryComplete = "history-complete"
+	CheckMaxLatency      = "max-latency"
+	CheckOverhead        = "latency-overhead"
+	CheckProbe           = "retry-after-probe"
+	CheckFaultInjected   = "fault-injected"
+	CheckKeyTTL          = "key-ttl"
+)
+
+// timings collects, while Check reads a history, the per-request times the
+// checks on the run itself need: sends on time per phase, the slowest
+// request, and the latencies of the routes an overhead bound compares.
+// Latencies run from the intended send time (intended_ns), so that a
+// generator that fell behind cannot hide a slow target (coordinated
+// omission).
+type timings struct {
+	lagTolerance int64
+	onTime       map[string]int // by phase name
+	records      int
+	worst        int64 // largest received − intended, ns
+	worstID      uint64
+	worstKey     string
+	worstFrom    int64
+	latencies    map[string][]int64 // by route, only the overhead's routes
+}
+
+func newTimings(rec *runrecord.ScenarioRecord) *timings {
+	t := &timings{onTime: map[string]int{}, worst: math.MinInt64}
+	if c := rec.Checks; c != nil {
+		t.lagTolerance = int64(c.LagTolerance)
+		if ov := c.Overhead; ov != nil {
+			t.latencies = map[string][]int64{ov.Route: nil, ov.Baseline: nil}
+		}
+	}
+	return t
+}
+
+func (t *timings) add(r *history.Record) {
+	t.records++
+	if r.SentNs-r.IntendedNs <= t.lagTolerance {
+		t.onTime[r.Phase]++
+	}
+	lat := r.ReceivedNs - r.IntendedNs
+	if lat > t.worst {
+		t.worst, t.worstID, t.worstKey, t.worstFrom = lat, r.ID, r.Key, r.IntendedNs
+	}
+	if lats, ok := t.latencies[r.Route]; ok {
+		t.latencies[r.Route] = append(lats, lat)
+	}
+}
+
+// results are the checks on the run itself, in this order: load delivered,
+// a complete history, the latency bound, the overhead bounds, the
+// Retry-After probes, whether each fault happened, and the keys left
+// without a TTL. Those that need a bound the record lacks (a record written
+// before CheckSettings) are left out.
+func (t *timings) results(rec *runrecord.ScenarioRecord) []Result {
+	var out []Result
+	loadOK := true
+	if c := rec.Checks; c != nil {
+		delivered := t.delivered(rec.Phases)
+		loadOK = delivered >= c.LoadDelivered
+		out = append(out, verdictOf(Result{
+			Name: CheckLoadDelivered, Observed: delivered, Bound: c.LoadDelivered, Unit: "fraction of planned requests sent on time",
+			Explanation: fmt.Sprintf("the generator sent %.1f%% of the open-model requests within %v of their schedule", 100*delivered, c.LagTolerance),
+		}, loadOK))
+	}
+	out = append(out, verdictOf(Result{
+		Name: CheckHistoryComplete, Observed: float64(rec.Dropped), Bound: 0, Unit: "results dropped",
+		Explanation: "every result reached the history (a consumer too slow for the generator drops results, and the checks would miss them)",
+	}, rec.Dropped == 0))
+	if c := rec.Checks; c != nil && c.MaxLatency > 0 && t.records > 0 { // Check refuses an empty history
+		worst := time.Duration(t.worst).Round(time.Microsecond)
+		res := latencyVerdict(Result{
+			Name: CheckMaxLatency, Observed: millis(worst), Bound: millis(c.MaxLatency), Unit: "ms",
+			Explanation: fmt.Sprintf("the slowest request, measured from its intended send time (coordinated omission corrected): request %d", t.worstID),
+			Proof:       &Proof{Key: t.worstKey, FromNs: t.worstFrom, ToNs: t.worstFrom + t.worst, RequestIDs: []uint64{t.worstID}},
+		}, worst <= c.MaxLatency, loadOK)
+		out = append(out, res)
+	}
+	if c := rec.Checks; c != nil && c.Overhead != nil {
+		out = append(out, t.overhead(c.Overhead, loadOK)...)
+	}
+	for i := range rec.Phases {
+		if ph := &rec.Phases[i]; ph.Kind == runrecord.PhaseRetryAfterProbe {
+			out = append(out, probe(ph))
+		}
+	}
+	out = append(out, faultsInjected(rec.Faults)...)
+	if rec.KeyScan != nil {
+		out = append(out, keyTTL(rec.KeyScan))
+	}
+	return out
+}
+
+// delivered is the load delivered over the open-model phases (constant and
+// ramp): requests sent within the lag tolerance of their schedule, counted
+// from the history, over the requests planned less those withheld on a
+// Retry-After, from the record. 1 when there is no such phase. A phase
+// whose name an open-model phase shares with another kind of phase is
+// counted from the record, since its history records cannot be told apart.
+func (t *timings) delivered(phases []runrecord.PhaseRecord) float64 {
+	type kinds struct{ open, other bool }
+	byName := map[string]kinds{}
+	for i := range phases {
+		k := byName[phases[i].Name]
+		if phases[i].OpenModel() {
+			k.open = true
+		} else {
+			k.other = true
+		}
+		byName[phases[i].Name] = k
+	}
+	var onTime, want int
+	for name, k := range byName {
+		if k.open && !k.other {
+			onTime += t.onTime[name]
+		}
+	}
+	for i := range phases {
+		p := &phases[i]
+		if !p.OpenModel() {
+			continue
+		}
+		want += p.Planned - p.Withheld
+		if byName[p.Name].other {
+			onTime += p.OnTime
+		}
+	}
+	if want <= 0 {
+		return 1
+	}
+	return float64(onTime) / float64(want)
+}
+
+// overhead compares the limited route with its baseline at p50, p99 and
+// p99.9 of the latency from the intended send time.
+func (t *timings) overhead(ov *runrecord.OverheadBounds, loadOK bool) []Result {
+	limited, baseline := t.latencies[ov.Route], t.latencies[ov.Baseline]
+	if len(limited) == 0 || len(baseline) == 0 {
+		return []Result{{Name: CheckOverhead, Verdict: Unknown, Unit: "ms",
+			Explanation: fmt.Sprintf("no traffic reached %s or its baseline %s: add both to a phase's routes", ov.Route, ov.Baseline)}}
+	}
+	slices.Sort(limited)
+	slices.Sort(baseline)
+	var out []Result
+	for _, q := range []struct {
+		name  string
+		p     float64
+		bound time.Duration
+	}{{"p50", 0.5, ov.P50}, {"p99", 0.99, ov.P99}, {"p99.9", 0.999, ov.P999}} {
+		if q.bound <= 0 {
+			continue
+		}
+		l, b := quantile(limited, q.p), quantile(baseline, q.p)
+		diff := l - b
+		out = append(out, latencyVerdict(Result{
+			Name: CheckOverhead, Scope: q.name, Observed: millis(diff), Bound: millis(q.bound), Unit: "ms",
+			Explanation: fmt.Sprintf("%s latency %v on %s against %v on %s", q.name, l, ov.Route, b, ov.Baseline),
+		}, diff <= q.bound, loadOK))
+	}
+	return out
+}
+
+// quantile is the value of rank round(q·n) (at least 1) of sorted, to the
+// microsecond: the rank HDR histograms report.
+func quantile(sorted []int64, q float64) time.Duration {
+	rank := max(int(q*float64(len(sorted))+0.5), 1)
+	return time.Duration(sorted[min(rank, len(sorted))-1]).Round(time.Microsecond)
+}
+
+// probe judges a Retry-After probe: a client that waited exactly the
+// Retry-After of its 429 must be admitted on its retry.
+func probe(ph *runrecord.PhaseRecord) Result {
+	var pr runrecord.ProbeRecord
+	if ph.Probe != nil {
+		pr = *ph.Probe
+	}
+	r := Result{Name: CheckProbe, Scope: ph.Name, Unit: "retries admitted", Bound: 1}
+	switch {
+	case !pr.Rejected:
+		r.Verdict, r.Explanation = Unknown, "the probe was never rejected, so Retry-After was never tested: raise its requests"
+	case !pr.Retried:
+		r.Verdict, r.Explanation = Fail, "the 429 carried no usable Retry-After, so a client cannot know when to come back"
+	case pr.Admitted:
+		r.Verdict, r.Observed = Pass, 1
+		r.Explanation = fmt.Sprintf("a client that waited exactly Retry-After (%v) was admitted", pr.Wait)
+	default:
+		r.Verdict = Fail
+		r.Explanation = fmt.Sprintf("a client that waited exactly Retry-After (%v) was rejected again: the header sends clients back too early", pr.Wait)
+	}
+	return r
+}
+
+// faultsInjected reports, per scheduled fault, whether it was injected and
+// healed: a drill whose fault never happened proves nothing.
+func faultsInjected(windows []runrecord.FaultWindow) []Result {
+	var out []Result
+	for i, w := range windows {
+		r := Result{Name: CheckFaultInjected, Scope: fmt.Sprintf("%s #%d", w.Kind, i+1), Unit: "faults", Bound: 1, Observed: 1, Verdict: Pass}
+		switch {
+		case w.Err != "":
+			r.Verdict, r.Observed = Fail, 0
+			r.Explanation = "the fault could not be injected or healed: " + w.Err
+		case w.FromNs == 0:
+			r.Verdict, r.Observed = Fail, 0
+			r.Explanation = fmt.Sprintf("the fault was never injected: the traffic ended before %v", w.At)
+		case w.ToNs == 0:
+			r.Verdict = Fail
+			r.Explanation = "the fault was injected but never healed before the run ended"
+		default:
+			r.Explanation = fmt.Sprintf("injected at %v, healed at %v", time.Duration(w.FromNs).Round(time.Millisecond), time.Duration(w.ToNs).Round(time.Millisecond))
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// keyTTL fails when the scan found keys without a TTL (DESIGN.md: every key
+// written has a TTL in the same atomic step).
+func keyTTL(s *runrecord.KeyScan) Result {
+	res := Result{Name: CheckKeyTTL, Verdict: Pass, Observed: float64(s.WithoutTTL), Bound: 0, Unit: "keys",
+		Explanation: "every key left in Redis after the run has a TTL"}
+	if s.WithoutTTL > 0 {
+		res.Verdict = Fail
+		example := "(none recorded)"
+		if len(s.Examples) > 0 {
+			example = s.Examples[0]
+		}
+		res.Explanation = fmt.Sprintf("%d keys left in Redis without a TTL, such as %s: they never expire", s.WithoutTTL, example)
+	}
+	return res
+}
+
+func verdictOf(r Result, ok bool) Result {
+	r.Verdict = Fail
+	if ok {
+		r.Verdict = Pass
+	}
+	return r
+}
+
+// latencyVerdict is verdictOf, except that a latency figure of a run whose
+// generator fell behind its schedule is unknown: a stalled generator hides
+// latency.
+func latencyVerdict(r Result, ok, loadOK bool) Result {
+	r = verdictOf(r, ok)
+	if !loadOK {
+		r.Verdict = Unknown
+		r.Explanation += "; invalid: the generator fell behind its schedule"
+	}
+	return r
+}

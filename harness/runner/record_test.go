@@ -1,0 +1,88 @@
+package runner
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/rlbench/rlbench/harness/runrecord"
+	"github.com/rlbench/rlbench/harness/traffic"
+	"github.com/rlbench/rlbench/scenarios"
+)
+
+// TestRecordHoldsWhatTheChecksRead: the run record carries the drill, the
+// failure mode and the bounds of the checks on the run itself, so that a
+// re-check needs nothing but the run directory.
+func TestRecordHoldsWhatTheChecksRead(t *testing.T) {
+	sc, err := scenarios.Lookup("drill-redis-kill-closed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Checks.MaxLatency = time.Second
+	sc.Checks.Overhead = &scenarios.Overhead{Route: "/a", Baseline: "/b", P99: 10 * time.Millisecond}
+	injected := runrecord.FaultWindow{Kind: "redis_kill", At: 3 * time.Second, FromNs: 3e9, ToNs: 5e9}
+	never := runrecord.FaultWindow{Kind: "redis_kill", At: time.Hour}
+	o := &Outcome{
+		Scenario: sc, HistoryPath: "x/history.jsonl.gz", ClockOffset: time.Millisecond,
+		Faults: []runrecord.FaultWindow{classify(injected, sc.Faults[0], sc.Target.StoreTimeout), never},
+		Stats: &traffic.Stats{LagTolerance: 50 * time.Millisecond, Dropped: 2, Phases: []*traffic.PhaseStats{
+			{Name: "steady", Kind: scenarios.Constant, Planned: 10, OnTime: 9},
+			{Name: "probe", Kind: scenarios.RetryAfterProbe, Planned: 3},
+		}},
+	}
+	rec := o.Record()
+	if got, want := rec.FailureMode, runrecord.FailClosed; got != want {
+		t.Errorf("FailureMode = %q, want %q", got, want)
+	}
+	wantDrill := &runrecord.Drill{Mode: runrecord.FailClosed, Instances: sc.Target.Instances, Timeout: sc.Target.StoreTimeout,
+		Slack: sc.Checks.Faults.Slack, Recovery: sc.Checks.Faults.Recovery,
+		Windows: []runrecord.FaultWindow{{Kind: "redis_kill", At: 3 * time.Second, FromNs: 3e9, ToNs: 5e9, Unavailable: true, LosesState: true}}}
+	if !reflect.DeepEqual(rec.Drill, wantDrill) {
+		t.Errorf("Drill = %+v, want %+v (the fault never injected left out)", rec.Drill, wantDrill)
+	}
+	wantChecks := &runrecord.CheckSettings{LoadDelivered: sc.Checks.LoadDelivered, LagTolerance: 50 * time.Millisecond, MaxLatency: time.Second,
+		Overhead: &runrecord.OverheadBounds{Route: "/a", Baseline: "/b", P99: 10 * time.Millisecond}}
+	if !reflect.DeepEqual(rec.Checks, wantChecks) {
+		t.Errorf("Checks = %+v, want %+v", rec.Checks, wantChecks)
+	}
+	if got, want := rec.Dropped, 2; got != want {
+		t.Errorf("Dropped = %d, want %d", got, want)
+	}
+	// A probe never rejected is still recorded as a probe: its check says unknown.
+	if rec.Phases[0].Probe != nil || rec.Phases[1].Probe == nil || rec.Phases[1].Probe.Rejected {
+		t.Errorf("phases = %+v: want a probe record on the probe phase only", rec.Phases)
+	}
+}
+
+// TestClassify: what each fault means for the checks.
+func TestClassify(t *testing.T) {
+	timeout := 50 * time.Millisecond
+	tests := []struct {
+		fault scenarios.Fault
+		want  runrecord.FaultWindow
+	}{
+		{scenarios.Fault{Kind: scenarios.FaultRedisKill}, runrecord.FaultWindow{Unavailable: true, LosesState: true}},
+		{scenarios.Fault{Kind: scenarios.FaultRedisPause}, runrecord.FaultWindow{Unavailable: true}},
+		{scenarios.Fault{Kind: scenarios.FaultRedisLatency, Latency: 10 * time.Millisecond}, runrecord.FaultWindow{}},
+		{scenarios.Fault{Kind: scenarios.FaultRedisLatency, Latency: timeout}, runrecord.FaultWindow{Unavailable: true}},
+		{scenarios.Fault{Kind: scenarios.FaultInstanceKill, Target: "instance-2"}, runrecord.FaultWindow{Instance: "instance-2"}},
+	}
+	for _, tc := range tests {
+		if got := classify(runrecord.FaultWindow{}, tc.fault, timeout); got != tc.want {
+			t.Errorf("classify(%+v) = %+v, want %+v", tc.fault, got, tc.want)
+		}
+	}
+}
+
+// TestPhaseKindsAgree: the run record names phase kinds as scenarios do,
+// so the checker can tell open-model phases and probes from the record.
+func TestPhaseKindsAgree(t *testing.T) {
+	for _, tc := range []struct {
+		record string
+		kind   scenarios.PhaseKind
+	}{{runrecord.PhaseConstant, scenarios.Constant}, {runrecord.PhaseRamp, scenarios.Ramp}, {runrecord.PhaseRetryAfterProbe, scenarios.RetryAfterProbe}} {
+		if tc.record != string(tc.kind) {
+			t.Errorf("runrecord phase kind %q, scenarios %q", tc.record, tc.kind)
+		}
+	}
+}
