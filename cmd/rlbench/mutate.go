@@ -18,9 +18,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlbench/rlbench/harness/checker"
-	"github.com/rlbench/rlbench/harness/redisserver"
 	"github.com/rlbench/rlbench/harness/runner"
 	"github.com/rlbench/rlbench/harness/runrecord"
+	"github.com/rlbench/rlbench/limiter/redistest"
 	"github.com/rlbench/rlbench/reports"
 	"github.com/rlbench/rlbench/sampleapi/faulty"
 	"github.com/rlbench/rlbench/scenarios"
@@ -279,10 +279,10 @@ func (c *mutateCommand) runOnce(ctx context.Context, f *mutateFlags, sc *scenari
 	if f.verbose {
 		opts.Log = c.stderr
 	}
-	var own *redisserver.Server
+	var own *redistest.Server
 	if len(sc.Faults) == 0 && sc.Redis.Provider != scenarios.ProviderNone && len(sc.Target.External) == 0 {
 		var err error
-		if own, err = redisserver.Start(ctx, redisserver.Options{}); err != nil {
+		if own, err = redistest.Start(ctx, redistest.Options{}); err != nil {
 			return nil, err
 		}
 		defer own.Stop()
@@ -328,7 +328,7 @@ func keyTTLCheck(ctx context.Context, addr string) (checker.Result, error) {
 	defer client.Close()
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	keys, err := redisserver.KeysWithoutTTL(sctx, client)
+	keys, err := redistest.KeysWithoutTTL(sctx, client)
 	if err != nil {
 		return checker.Result{}, fmt.Errorf("scan keys for a TTL: %w", err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlbench/rlbench/harness/checker"
-	"github.com/rlbench/rlbench/harness/redisserver"
+	"github.com/rlbench/rlbench/limiter/redistest"
 	"github.com/rlbench/rlbench/sampleapi/faulty"
 	"github.com/rlbench/rlbench/scenarios/mutation"
 )
@@ -94,7 +94,7 @@ func TestRowVerdicts(t *testing.T) {
 
 // TestKeyTTLCheck: a key without a TTL fails the check; keys with one pass.
 func TestKeyTTLCheck(t *testing.T) {
-	s := redisserver.StartForTest(t)
+	s := redistest.StartForTest(t)
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), DisableIdentity: true})
 	defer rdb.Close()
 	ctx := context.Background()

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlbench/rlbench/harness/redisserver"
 	"github.com/rlbench/rlbench/limiter/httplimit"
+	"github.com/rlbench/rlbench/limiter/redistest"
 )
 
 // buildRlbench builds the rlbench binary into a temporary directory.
@@ -133,7 +133,7 @@ func TestMultiInstanceBudget(t *testing.T) {
 		requests = 1000
 		rounds   = 3
 	)
-	redis := redisserver.StartForTest(t)
+	redis := redistest.StartForTest(t)
 	bin := buildRlbench(t)
 	cfg := filepath.Join(t.TempDir(), "multi.yaml")
 	var keys strings.Builder
@@ -365,7 +365,7 @@ func TestServeStoreFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds rlbench and starts processes")
 	}
-	redis := redisserver.StartForTest(t)
+	redis := redistest.StartForTest(t)
 	bin := buildRlbench(t)
 	closed := startServe(t, bin, "closed", "--redis", redis.URL(), "--failure-mode", "closed", "--store-timeout", "100ms")
 	open := startServe(t, bin, "open", "--redis", redis.URL(), "--failure-mode", "open", "--store-timeout", "100ms")

@@ -14,10 +14,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rlbench/rlbench/harness/redisserver"
 	"github.com/rlbench/rlbench/limiter"
 	"github.com/rlbench/rlbench/limiter/limitertest"
 	"github.com/rlbench/rlbench/limiter/redisstore"
+	"github.com/rlbench/rlbench/limiter/redistest"
 )
 
 const (
@@ -54,7 +54,7 @@ func redisTime(t *testing.T, c redis.UniversalClient) time.Time {
 // alone and under all six at once, and requires identical decisions: the Lua
 // scripts and limiter/algorithms.go are one arithmetic.
 func TestMatchesMemoryStore(t *testing.T) {
-	srv := redisserver.StartForTest(t)
+	srv := redistest.StartForTest(t)
 	client := newClient(t, srv.Addr())
 	policies := map[string][]limiter.Limit{}
 	for _, alg := range limiter.Algorithms {
@@ -113,7 +113,7 @@ func TestMatchesMemoryStore(t *testing.T) {
 // and no caller's clock: the store sends no time, and a fixed window's reset
 // is the end of the window that holds Redis's time.
 func TestRedisTime(t *testing.T) {
-	srv := redisserver.StartForTest(t)
+	srv := redistest.StartForTest(t)
 	client := newClient(t, srv.Addr())
 	var modesSent []string
 	var mu sync.Mutex
@@ -194,7 +194,7 @@ func (h argvHook) see(cmd redis.Cmder) {
 // 100 goroutines over two clients send 1,000 requests for one key, capacity
 // 10 and a negligible rate: exactly 10 admitted, for every algorithm.
 func TestProductionConcurrency(t *testing.T) {
-	srv := redisserver.StartForTest(t)
+	srv := redistest.StartForTest(t)
 	for _, m := range modes {
 		clients := []*redis.Client{newClient(t, srv.Addr()), newClient(t, srv.Addr())}
 		for _, l := range everyAlgorithm(10) {
@@ -221,7 +221,7 @@ func TestProductionConcurrency(t *testing.T) {
 // run, so the bound is the burst plus what the rate refilled meanwhile
 // (measured on Redis TIME): exactly 5 when the requests take under 200 ms.
 func TestC1ProductionClock(t *testing.T) {
-	srv := redisserver.StartForTest(t)
+	srv := redistest.StartForTest(t)
 	l := limiter.Limit{Algorithm: limiter.GCRA, Rate: 5, Period: s, Burst: 5}
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
@@ -281,7 +281,7 @@ func hammer(t *testing.T, stores []*redisstore.Store, key string, requests int64
 // instant from two clients. The keys share a hash tag (no CROSSSLOT error
 // reaches a caller) and the tighter limit holds exactly.
 func TestC9ClusterTwoKeys(t *testing.T) {
-	cl := redisserver.StartClusterForTest(t, 3)
+	cl := redistest.StartClusterForTest(t, 3)
 	limits := []limiter.Limit{
 		{Name: "burst", Algorithm: limiter.TokenBucket, Rate: 1, Period: s, Burst: 7},
 		{Name: "hourly", Algorithm: limiter.TokenBucket, Rate: 100, Period: time.Hour, Burst: 100},
@@ -312,7 +312,7 @@ func TestC9ClusterTwoKeys(t *testing.T) {
 // decision writes has a TTL, and no longer than until its state is fresh
 // again. (Every test's cleanup also scans for keys without a TTL.)
 func TestTTLs(t *testing.T) {
-	srv := redisserver.StartForTest(t)
+	srv := redistest.StartForTest(t)
 	client := newClient(t, srv.Addr())
 	st := redisstore.New(client, redisstore.WithPrefix("ttl:"))
 	ctx := context.Background()
@@ -357,7 +357,7 @@ func TestTTLs(t *testing.T) {
 // TestC7TTLNotPushedForward is field case C7 on Redis: a fixed window's key
 // expires at the end of its window, however often a client in budget calls.
 func TestC7TTLNotPushedForward(t *testing.T) {
-	srv := redisserver.StartForTest(t)
+	srv := redistest.StartForTest(t)
 	client := newClient(t, srv.Addr())
 	clock := limitertest.NewClock(limitertest.T0)
 	st := redisstore.New(client, redisstore.WithTestClock(clock.Now), redisstore.WithPrefix("c7:"))
@@ -393,7 +393,7 @@ func TestC7TTLNotPushedForward(t *testing.T) {
 // full count; a request in the new window starts a fresh count and gives the
 // key the new window's TTL.
 func TestC3StaleKeyIsNewWindow(t *testing.T) {
-	srv := redisserver.StartForTest(t)
+	srv := redistest.StartForTest(t)
 	client := newClient(t, srv.Addr())
 	clock := limitertest.NewClock(limitertest.T0.Add(9999500 * time.Microsecond)) // 0.5 ms before the window ends
 	st := redisstore.New(client, redisstore.WithTestClock(clock.Now), redisstore.WithPrefix("c3:"))
@@ -424,7 +424,7 @@ func TestC3StaleKeyIsNewWindow(t *testing.T) {
 // is restarted empty, between requests; every request is decided, and no
 // NOSCRIPT error reaches the caller.
 func TestC8ScriptLost(t *testing.T) {
-	srv := redisserver.StartForTest(t)
+	srv := redistest.StartForTest(t)
 	ctx := context.Background()
 	l := limiter.Limit{Algorithm: limiter.TokenBucket, Rate: 1e-6, Period: s, Burst: 3}
 	for _, m := range modes {
@@ -458,7 +458,7 @@ func TestC8ScriptLost(t *testing.T) {
 // TestC11ProductionClock is field case C11 on Redis's clock: a token bucket
 // of 1e-10 per second, burst 1, admits once, then asks for exactly 1e10 s.
 func TestC11ProductionClock(t *testing.T) {
-	srv := redisserver.StartForTest(t)
+	srv := redistest.StartForTest(t)
 	l := limiter.Limit{Algorithm: limiter.TokenBucket, Rate: 1e-10, Period: s, Burst: 1}
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
@@ -484,8 +484,8 @@ func TestC11ProductionClock(t *testing.T) {
 // TestAllOrNothing sends requests under all six algorithms at once: a
 // request rejected by one limit charges none of the others.
 func TestAllOrNothing(t *testing.T) {
-	srv := redisserver.StartForTest(t)
-	cl := redisserver.StartClusterForTest(t, 3)
+	srv := redistest.StartForTest(t)
+	cl := redistest.StartClusterForTest(t, 3)
 	clients := map[string]redis.UniversalClient{
 		"single":  newClient(t, srv.Addr()),
 		"cluster": newClusterClient(t, cl.Addrs()),
@@ -539,7 +539,7 @@ func TestAllOrNothing(t *testing.T) {
 // of the identity's SHA-256 and the policy ID, never the raw identity, and
 // on a cluster all keys of one identity share one slot.
 func TestKeys(t *testing.T) {
-	cl := redisserver.StartClusterForTest(t, 3)
+	cl := redistest.StartClusterForTest(t, 3)
 	client := newClusterClient(t, cl.Addrs())
 	st := redisstore.New(client, redisstore.WithPrefix("keys:"))
 	ctx := context.Background()
@@ -550,7 +550,7 @@ func TestKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	keys, err := redisserver.Keys(ctx, client)
+	keys, err := redistest.Keys(ctx, client)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -592,7 +592,7 @@ func TestKeys(t *testing.T) {
 // TestInvalidInputNeverReachesRedis uses a store whose Redis does not exist:
 // invalid requests fail validation before any connection is tried.
 func TestInvalidInputNeverReachesRedis(t *testing.T) {
-	port, err := redisserver.FreePort()
+	port, err := redistest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -628,7 +628,7 @@ func TestInvalidInputNeverReachesRedis(t *testing.T) {
 // error when the context ends, in both modes, and decisions work again after
 // Resume.
 func TestPausedRedisDoesNotHang(t *testing.T) {
-	srv := redisserver.StartForTest(t)
+	srv := redistest.StartForTest(t)
 	l := limiter.PerSecond(100, 100)
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
