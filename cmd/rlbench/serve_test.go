@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,21 +20,6 @@ import (
 	"github.com/rlbench/rlbench/limiter/httplimit"
 	"github.com/rlbench/rlbench/limiter/redistest"
 )
-
-// buildRlbench builds the rlbench binary into a temporary directory.
-func buildRlbench(t *testing.T) string {
-	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	bin := filepath.Join(t.TempDir(), "rlbench")
-	cmd := exec.Command(goBin, "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // instance is one `rlbench serve` process.
 type instance struct {
