@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/rlbench/rlbench/harness/checker"
-	"github.com/rlbench/rlbench/harness/redisserver"
+	"github.com/rlbench/rlbench/limiter/redistest"
 )
 
 var recheckAll = flag.Bool("recheck-all", false, "TestRecheckReproducesRun: run every shipped scenario, not a sample (a few minutes)")
@@ -111,9 +111,9 @@ func TestRecheckReproducesRun(t *testing.T) {
 	}
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("%v", redisserver.ErrNotInstalled)
+			t.Fatalf("%v", redistest.ErrNotInstalled)
 		}
-		t.Skip(redisserver.ErrNotInstalled)
+		t.Skip(redistest.ErrNotInstalled)
 	}
 	bin := buildRlbench(t)
 	dir := t.TempDir()

@@ -31,10 +31,10 @@ import (
 	"github.com/rlbench/rlbench/harness/peers"
 	"github.com/rlbench/rlbench/harness/progress"
 	"github.com/rlbench/rlbench/harness/provider"
-	"github.com/rlbench/rlbench/harness/redisserver"
 	"github.com/rlbench/rlbench/harness/runrecord"
 	"github.com/rlbench/rlbench/harness/traffic"
 	"github.com/rlbench/rlbench/limiter"
+	"github.com/rlbench/rlbench/limiter/redistest"
 	"github.com/rlbench/rlbench/scenarios"
 )
 
@@ -211,7 +211,7 @@ func scanKeys(ctx context.Context, rdb *redis.Client, start time.Time) (*runreco
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	at := time.Since(start)
-	keys, err := redisserver.KeysWithoutTTL(ctx, rdb)
+	keys, err := redistest.KeysWithoutTTL(ctx, rdb)
 	if err != nil {
 		return nil, fmt.Errorf("scan keys for a TTL: %w", err)
 	}
