@@ -83,10 +83,10 @@ func noLeftovers(t *testing.T, bin string) {
 // shipped is the run of every shipped scenario, made once (about two
 // minutes) for the tests that judge it.
 var shipped struct {
-	once        sync.Once
-	out, output string
-	code        int
-	left        []string // processes of rlbench still running after it
+	once                sync.Once
+	out, output, stderr string
+	code                int
+	left                []string // processes of rlbench still running after it
 }
 
 // runShipped runs every shipped scenario once with the process Redis
@@ -101,7 +101,7 @@ func runShipped(t *testing.T) (out string, code int, output string) {
 		// run outlives the test that made it.
 		shipped.out = filepath.Join(filepath.Dir(bin), "shipped")
 		shipped.code = -1 // until the run returns
-		shipped.code, shipped.output = rlbenchRun(t, bin, "run", "--out", shipped.out, "--redis-provider", "process", "../../scenarios/")
+		shipped.code, shipped.output, shipped.stderr = exitOf(t, bin, "run", "--out", shipped.out, "--redis-provider", "process", "../../scenarios/")
 		shipped.left = leftovers(t, bin)
 	})
 	return shipped.out, shipped.code, shipped.output
@@ -117,7 +117,7 @@ func TestRunShippedScenariosPass(t *testing.T) {
 		t.Errorf("processes left running: %v", shipped.left)
 	}
 	if code != 0 {
-		t.Fatalf("rlbench run scenarios/ exited %d, want 0:\n%s", code, output)
+		t.Fatalf("rlbench run scenarios/ exited %d, want 0:\n%s\n%s", code, output, shipped.stderr)
 	}
 	for _, f := range []string{"summary.json", "run.json", "junit.xml", "report.html", "quickstart/history.jsonl.gz"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
@@ -137,19 +137,59 @@ func TestRunShippedScenariosPass(t *testing.T) {
 	}
 }
 
-// TestCheckRechecksSavedRun: a history saved by `rlbench run` re-checks
-// alone, with `rlbench check`, to the run's passing verdict, a drill's too
-// (its fault windows come from run.json beside it).
+// TestCheckRechecksSavedRun: `rlbench check DIR` on the output of the run
+// of every shipped scenario exits as the run did, prints the run's verdict
+// tables and computes its verdicts check by check (latency, overhead, load
+// and fault checks included: both go through checker.CheckScenario); and
+// a drill's history re-checked alone, with the run.json beside it, gets
+// its scenario's verdicts. A busy machine may fail a run's load-delivered
+// check: the re-check must then fail it too.
 func TestCheckRechecksSavedRun(t *testing.T) {
-	out, code, output := runShipped(t)
+	out, runCode, runOut := runShipped(t)
 	bin := buildRlbench(t)
+	if runCode != exitOK && runCode != exitCheckFailed {
+		t.Fatalf("rlbench run scenarios/ exited %d:\n%s\n%s", runCode, runOut, shipped.stderr)
+	}
+	dir := t.TempDir()
+	recheck := filepath.Join(dir, "recheck.json")
+	code, checkOut, checkErr := exitOf(t, bin, "check", "--summary", recheck, out)
+	if code != runCode {
+		t.Errorf("rlbench check DIR exited %d, the run %d:\n%s\n%s", code, runCode, checkOut, checkErr)
+	}
+	if got, want := tables(checkOut), tables(runOut); got != want || want == "" {
+		t.Errorf("verdict tables differ.\nre-check:\n%s\nrun:\n%s", got, want)
+	}
+	if !strings.Contains(checkOut, "Every check agrees with ") {
+		t.Errorf("the re-check does not say it agrees with summary.json:\n%s", checkOut)
+	}
+	run := readSummaryFile(t, filepath.Join(out, "summary.json"))
+	sameVerdicts(t, run, readSummaryFile(t, recheck))
+	names := map[string]bool{}
+	for _, sc := range run.Scenarios {
+		for _, r := range sc.Checks {
+			names[r.Name] = true
+		}
+	}
+	for _, name := range []string{checker.CheckBudget, checker.CheckFalseRejections, checker.CheckRetryAfter, checker.CheckLoadDelivered,
+		checker.CheckMaxLatency, checker.CheckOverhead, checker.CheckProbe, checker.CheckFaultLatency, checker.CheckFailureMode,
+		checker.CheckFaultInjected} {
+		if !names[name] {
+			t.Errorf("no shipped scenario has a %s check: the comparison does not cover it", name)
+		}
+	}
 	for _, name := range []string{"quickstart", "drill-redis-kill-closed", "drill-redis-pause"} {
 		history := filepath.Join(out, name, "history.jsonl.gz")
-		if _, err := os.Stat(history); err != nil {
-			t.Fatalf("the shipped run (exit %d) saved no history for %s: %v\n%s", code, name, err, output)
+		one := filepath.Join(dir, name+".json")
+		code, oneOut, oneErr := exitOf(t, bin, "check", "--summary", one, history)
+		if code != exitOK && code != exitCheckFailed {
+			t.Fatalf("rlbench check %s exited %d:\n%s\n%s", history, code, oneOut, oneErr)
 		}
-		if code, output := rlbenchRun(t, bin, "check", history); code != 0 {
-			t.Errorf("rlbench check %s exited %d, want 0:\n%s", name, code, output)
+		for _, sc := range run.Scenarios {
+			if sc.Name == name {
+				for _, d := range checker.CompareResults(readSummaryFile(t, one).Scenarios[0].Checks, sc.Checks) {
+					t.Errorf("%s alone: %s", name, d)
+				}
+			}
 		}
 	}
 }
