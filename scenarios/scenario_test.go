@@ -326,23 +326,3 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
-
-func TestIdentityKeys(t *testing.T) {
-	for _, carry := range []Carry{APIKey, ClientIP} {
-		id := Identities{Count: 70000, Carry: carry}
-		seen := map[string]bool{}
-		for i := range id.Count {
-			k := id.Key(i)
-			if seen[k] {
-				t.Fatalf("%s: Key(%d) = %q repeats", carry, i, k)
-			}
-			seen[k] = true
-		}
-	}
-	if got, want := (Identities{Carry: ClientIP}).Key(258), "10.0.1.2"; got != want {
-		t.Errorf("Key(258) = %q, want %q", got, want)
-	}
-	if got, want := (Identities{Carry: APIKey}).Key(7), "key-0007"; got != want {
-		t.Errorf("Key(7) = %q, want %q", got, want)
-	}
-}
