@@ -14,6 +14,7 @@ func (o *Outcome) Record() runrecord.ScenarioRecord {
 		Name: sc.Name, Description: sc.Description, Source: sc.Source, Seed: sc.Seed,
 		Start: o.Start.UTC(), Duration: o.Duration, Redis: o.Redis, Instances: o.Instances, History: o.HistoryPath,
 		ClockOffset: o.ClockOffset, ClockUncertainty: o.ClockUncertainty, Faults: o.Faults,
+		RunID: string(o.RunID), IdentitiesFresh: &o.IdentitiesFresh,
 	}
 	if f := o.Drill; f != nil {
 		d := &runrecord.Drill{Mode: string(f.Mode), Instances: f.Instances, Timeout: f.Timeout, Slack: f.Slack, Recovery: f.Recovery}

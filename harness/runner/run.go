@@ -58,6 +58,10 @@ type Options struct {
 	// sampleapi/faulty) every sample API instance runs instead of the
 	// reference; it goes into each instance's configuration file.
 	Faulty string
+	// RunID, when set, names every scenario's identities instead of a
+	// random id per scenario, so that a run can send again the identities
+	// an earlier one recorded (its run.json's run_id).
+	RunID scenarios.RunID
 	// InstanceArgs are extra `rlbench serve` flags for every sample API
 	// instance, overriding its configuration file (as a person running
 	// `rlbench serve` would); prefer the fields above.
@@ -84,6 +88,13 @@ type Outcome struct {
 	Stats *traffic.Stats
 	// ClockOffset is the limiter's clock minus the harness's, ± ClockUncertainty.
 	ClockOffset, ClockUncertainty time.Duration
+	// RunID names the run's identities (scenarios.Identities.Identity).
+	// IdentitiesFresh reports whether every identity began the run unknown
+	// to the limiter: generated for this run, or sent to a target and
+	// store the run started. When false a key may begin with part of its
+	// budget spent.
+	RunID           scenarios.RunID
+	IdentitiesFresh bool
 	// Faults are the faults injected, in ns since Start, and Drill what the
 	// checks held them to.
 	Faults []runrecord.FaultWindow
@@ -302,6 +313,12 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 		}
 		hdr.Policies = append(hdr.Policies, rp)
 	}
+	out.RunID = r.opts.RunID
+	if out.RunID == "" {
+		out.RunID = scenarios.NewRunID()
+	}
+	out.IdentitiesFresh = sc.Identities.Fresh() || (len(sc.Target.External) == 0 && out.Redis.Provider != string(scenarios.ProviderExternal))
+	hdr.RunID, hdr.IdentitiesFresh = string(out.RunID), &out.IdentitiesFresh
 	offsetNs := out.ClockOffset.Nanoseconds()
 	hdr.ClockOffsetNs = &offsetNs
 	hdr.ClockUncertaintyNs = out.ClockUncertainty.Nanoseconds()
@@ -322,7 +339,7 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 		BaseURLs:       urls,
 		InstanceNames:  names,
 		ClockOffset:    out.ClockOffset,
-		IdentityPrefix: r.identityPrefix(out, start),
+		RunID:          out.RunID,
 		OnResult: func(res *traffic.Result) {
 			counters.SetPhase(res.Phase)
 			counters.Sent.Add(1)
@@ -357,15 +374,6 @@ func (r *Runner) claimed(rt scenarios.Route) []limiter.Limit {
 		return claim
 	}
 	return rt.Policies
-}
-
-// identityPrefix keeps this run's keys apart from an earlier run's on a
-// Redis that outlives runs (external); a Redis the run started is empty.
-func (r *Runner) identityPrefix(out *Outcome, start time.Time) string {
-	if out.Redis.Provider != string(scenarios.ProviderExternal) {
-		return ""
-	}
-	return fmt.Sprintf("r%x-", start.Unix())
 }
 
 // check reads the history back and checks it against the scenario.
