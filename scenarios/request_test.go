@@ -168,7 +168,7 @@ func TestExpandEnv(t *testing.T) {
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	tests := []struct {
 		in, want, wantErr string
-		wantNames        string
+		wantNames         string
 	}{
 		{"plain", "plain", "", ""},
 		{"Bearer ${A}", "Bearer alpha", "", "A"},

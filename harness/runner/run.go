@@ -335,11 +335,11 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 	schedule := faults.Start(ctx, start, sc.Faults, env)
 	var writeErr error
 	stats, runErr := traffic.Run(ctx, traffic.Config{
-		Scenario:       sc,
-		BaseURLs:       urls,
-		InstanceNames:  names,
-		ClockOffset:    out.ClockOffset,
-		RunID:          out.RunID,
+		Scenario:      sc,
+		BaseURLs:      urls,
+		InstanceNames: names,
+		ClockOffset:   out.ClockOffset,
+		RunID:         out.RunID,
 		OnResult: func(res *traffic.Result) {
 			counters.SetPhase(res.Phase)
 			counters.Sent.Add(1)
