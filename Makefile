@@ -27,11 +27,16 @@ deps:
 
 # test runs every package's tests with the race detector, one package at a
 # time: the end-to-end tests time real traffic, and a second package's
-# tests on the same two cores would be noise in their figures.
+# tests on the same two cores would be noise in their figures. Then each
+# fuzz target of the readers, the checker and the parsers runs for
+# TEST_FUZZTIME.
+TEST_FUZZTIME ?= 5s
 test: deps
 	$(GO) test -race -count=1 -p 1 ./...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
 
-# fuzz runs each fuzz target of the history readers and the checker for
+# fuzz runs each fuzz target of the history readers, the checker and the
+# policy and scenario parsers for
 # FUZZTIME, one target per go test call (-fuzz takes one target at a time):
 # crashes, hangs and non-deterministic reports on arbitrary input. A failing
 # input is saved under the package's testdata/fuzz for a regression test.
@@ -44,6 +49,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzVegetaReader$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./harness/history/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./harness/history/
 	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./harness/checker/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseLimit$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./harness/checker/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./scenarios/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./scenarios/yamlstrict/
 
 # bench measures the limiter on this machine, with the anchors users would
 # pick instead (x/time/rate in memory, go-redis/redis_rate on the same

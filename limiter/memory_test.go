@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,13 +81,73 @@ func TestSweepDropsIdleKeys(t *testing.T) {
 	}
 }
 
+// TestSweepStopsWithContext: Sweep sweeps on the store's clock every
+// interval while its context lives, and returns once the context ends,
+// never to sweep again; given a context already done, it returns at once
+// and sweeps nothing.
 func TestSweepStopsWithContext(t *testing.T) {
-	s := limiter.NewMemoryStore()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { s.Sweep(ctx, time.Millisecond); close(done) }()
-	cancel()
-	<-done
+	l := limiter.Limit{Algorithm: limiter.GCRA, Rate: 10, Period: time.Second, Burst: 10}
+	newStore := func(t *testing.T) (*limiter.MemoryStore, *atomic.Int64) {
+		// The store's clock stands where every key is fresh again, and
+		// counts its readings: each sweep reads it once.
+		clock := limitertest.NewClock(limitertest.T0.Add(time.Hour))
+		var reads atomic.Int64
+		s := limiter.NewMemoryStore(limiter.WithClock(func() time.Time { reads.Add(1); return clock.Now() }))
+		if _, err := s.AllowNAt("k", 5, limitertest.T0, l); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := s.Len(), 1; got != want {
+			t.Fatalf("Len = %d, want %d", got, want)
+		}
+		return s, &reads
+	}
+
+	t.Run("cancelled while sweeping", func(t *testing.T) {
+		s, reads := newStore(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan struct{})
+		go func() { s.Sweep(ctx, time.Millisecond); close(done) }()
+		deadline := time.Now().Add(10 * time.Second)
+		for reads.Load() < 3 || s.Len() != 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("after 10 s: %d sweeps, Len = %d; want sweeps every millisecond that drop the fresh key", reads.Load(), s.Len())
+			}
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Sweep still running 10 s after its context was cancelled")
+		}
+		// Sweep has returned: nothing it started may sweep any more.
+		stopped := reads.Load()
+		if _, err := s.AllowNAt("k", 5, limitertest.T0, l); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+		if got := reads.Load(); got != stopped {
+			t.Fatalf("the clock was read %d times after Sweep returned, want 0", got-stopped)
+		}
+		if got, want := s.Len(), 1; got != want {
+			t.Fatalf("Len after Sweep returned = %d, want %d: a key swept by a stopped Sweep", got, want)
+		}
+	})
+
+	t.Run("cancelled before", func(t *testing.T) {
+		s, reads := newStore(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		// An hour's interval: Sweep must return at once, not at its first tick.
+		s.Sweep(ctx, time.Hour)
+		if got := reads.Load(); got != 0 {
+			t.Fatalf("Sweep with a done context read the clock %d times, want 0", got)
+		}
+		if got, want := s.Len(), 1; got != want {
+			t.Fatalf("Len = %d, want %d: Sweep with a done context swept", got, want)
+		}
+	})
 }
 
 // TestLongRunningRate is the x/time/rate TestLongRunningQPS invariant for

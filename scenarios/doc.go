@@ -50,18 +50,35 @@
 //	    - {instance: instance-2, offset: 1h}  # instance-1 .. instance-N
 //	  routes:
 //	    - path: /api/items
-//	      method: GET           # default GET
+//	      method: GET           # GET | HEAD | POST | PUT | PATCH | DELETE; default GET
+//	      query: page=2&sort=id # query string, encoded as sent; default none
+//	      headers:              # static headers; ${NAME} takes an environment
+//	        Authorization: "Bearer ${TOKEN}"  # variable, never recorded
+//	        Content-Type: application/json
+//	      body: '{"sku": "A-1"}'  # or body_file: order.json (relative to this
+//	                            # file; at most 1 MiB); default none
 //	      cost: 1               # units per request; default 1
 //	      policies: ["gcra:10/1s,burst=10"]   # applied together, per identity
 //	    - path: /api/items-baseline           # no policies: a baseline route,
 //	                                          # the limiter bypassed
 //	identities:
-//	  count: 8                  # default 1
+//	  count: 8                  # default 1, or the keys in keys_file
 //	  distribution: uniform     # uniform | hot (with share) | zipf (with s)
 //	  share: 0.8                # hot only: identity 0's fraction of requests
 //	  s: 1.1                    # zipf only: the exponent, above 1
-//	  carry: api_key            # api_key (X-API-Key) | client_ip (X-Forwarded-For)
-//	  header: X-API-Key         # overrides the header
+//	  carry: api_key            # api_key (header, X-API-Key) | bearer
+//	                            # (Authorization: Bearer) | query | cookie |
+//	                            # client_ip (X-Forwarded-For)
+//	  header: X-API-Key         # api_key, client_ip: overrides the header
+//	  name: api_key             # query, cookie: the parameter or cookie name
+//	  fixed: false              # true: the same generated identities every run
+//	  keys_file: keys.txt       # real keys or tokens, one a line (# comments),
+//	                            # relative to this file; never recorded
+//	  ip_version: 4             # client_ip: 4 (10.0.0.0/8) or 6 (fd00::/8)
+//	  prefix: 64                # client_ip: each identity a block of this
+//	                            # prefix, every request from another address
+//	  trusted_hops: 1           # client_ip in X-Forwarded-For: the proxies the
+//	                            # target trusts, its own peer counted
 //	  spoof_forwarded_for: true # client_ip: each request puts a forged address
 //	                            # of its own before the real one
 //	traffic:                    # phases, run in order
@@ -93,6 +110,41 @@
 //	  - {kind: redis_latency, latency: 200ms, at: 3s, duration: 2s}
 //	  - {kind: redis_blackhole, at: 3s, duration: 2s} # also redis_reset, redis_disconnect
 //	  - {kind: instance_kill, target: instance-2, at: 2s, duration: 2s}  # instance-1 .. instance-N
+//
+// # Requests and identities
+//
+// A route's requests carry its method, query string, body and headers as
+// written. A header value's ${NAME} references are replaced by environment
+// variables when the scenario is parsed; an unset or empty variable is an
+// error naming the header and the variable. Such values are Secrets: they
+// are sent and never recorded (histories, run.json, summary.json, reports,
+// logs), and a transport error that quotes one shows Redacted instead. The
+// identity's header, parameter or cookie, Host, Content-Length and the
+// other transport headers are not a route's to set. Base URLs take no
+// credentials.
+//
+// Every run meets fresh identities: generated keys carry the run's id
+// (key-3f9a1c07-0007; see Identities.Identity and RunID), and client
+// addresses move with it, so that a limiter that outlives runs starts
+// every key with a full budget. fixed: true keeps the names of every run
+// the same (key-0007), and keys from keys_file are always the same; a run
+// then records that its identities may not have begun fresh. Keys from a
+// file are Secrets too: histories name them key#1, key#2, ... (the key's
+// place in the file, comments and blank lines skipped). count defaults to
+// the number of keys, one fewer when a retry_after_probe needs one of its
+// own.
+//
+// Client addresses go in X-Forwarded-For (or the header given): IPv4
+// identities in 10.0.0.0/8, IPv6 ones each in a /64 of fd00::/8. With
+// prefix, an identity is a block of that many bits, and each request comes
+// from another address of it: the history still records the block, so
+// that checks hold a limiter that keys the prefix to one budget per block
+// and catch one that keys each address. trusted_hops: N appends N−1 proxy
+// addresses (ProxyPrefixV4, ProxyPrefixV6) after the client's, where a
+// server that trusts N hops reads the client; the runner tells the sample
+// API to trust them. The sample API reads keys from X-API-Key or
+// Authorization: Bearer, so query and cookie carries need an external
+// target.
 //
 // The budget check always runs. An edge_burst sends its requests twice:
 // offset before and offset after the next edge of an aligned window (on the

@@ -1,6 +1,10 @@
 package scenarios
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
+
 	"github.com/rlbench/rlbench/limiter"
 	"github.com/rlbench/rlbench/scenarios/yamlstrict"
 )
@@ -69,10 +73,14 @@ type rawTarget struct {
 }
 
 type rawRoute struct {
-	Path     string          `yaml:"path"`
-	Method   string          `yaml:"method"`
-	Cost     *int64          `yaml:"cost"`
-	Policies []limiter.Limit `yaml:"policies"`
+	Path     string            `yaml:"path"`
+	Method   string            `yaml:"method"`
+	Query    string            `yaml:"query"`
+	Headers  map[string]string `yaml:"headers"`
+	Body     *string           `yaml:"body"`
+	BodyFile string            `yaml:"body_file"`
+	Cost     *int64            `yaml:"cost"`
+	Policies []limiter.Limit   `yaml:"policies"`
 }
 
 type rawIdentities struct {
@@ -82,6 +90,12 @@ type rawIdentities struct {
 	S              *float64 `yaml:"s"`
 	Carry          string   `yaml:"carry"`
 	Header         string   `yaml:"header"`
+	Name           string   `yaml:"name"`
+	Fixed          *bool    `yaml:"fixed"`
+	KeysFile       string   `yaml:"keys_file"`
+	IPVersion      *int     `yaml:"ip_version"`
+	Prefix         *int     `yaml:"prefix"`
+	TrustedHops    *int     `yaml:"trusted_hops"`
 	SpoofForwarded bool     `yaml:"spoof_forwarded_for"`
 }
 
@@ -132,14 +146,21 @@ type rawOverhead struct {
 }
 
 // Parse parses and validates one scenario. file names the source in error
-// messages and in Scenario.Source. Errors are *ScenarioError values.
+// messages and in Scenario.Source; the files a scenario names (body_file,
+// keys_file) are read relative to its directory, and a name starting with
+// "embedded:" (a shipped scenario) may name none. Header values take
+// their ${VAR} references from the environment now. Errors are
+// *ScenarioError values.
 func Parse(file string, data []byte) (*Scenario, error) {
 	var raw rawScenario
 	doc, err := yamlstrict.Decode(file, data, &raw)
 	if err != nil {
 		return nil, err
 	}
-	v := &validator{doc: doc}
+	v := &validator{doc: doc, lookupEnv: os.LookupEnv}
+	if !strings.HasPrefix(file, "embedded:") {
+		v.dir = filepath.Dir(file)
+	}
 	s := v.scenario(&raw)
 	if v.err != nil {
 		return nil, v.err

@@ -223,6 +223,19 @@ type Route struct {
 	Path string
 	// Method is the HTTP method; GET when the file does not say.
 	Method string
+	// Query is the query string every request carries, without the '?'
+	// and already encoded ("page=2&sort=id"); empty for none. An identity
+	// carried in the query string is appended to it.
+	Query string
+	// Body is every request's body, from the file's body or body_file;
+	// nil sends none. It is sent as written: keep secrets in Headers.
+	Body []byte
+	// BodyFile is the file the body came from as the scenario names it
+	// (relative to the scenario file), or empty.
+	BodyFile string
+	// Headers are static request headers, sorted by name; their values
+	// may take environment variables, which are never recorded.
+	Headers []Header
 	// Cost is the number of units one request charges; 1 when the file
 	// does not say.
 	Cost int64
@@ -256,21 +269,36 @@ const (
 	// APIKey carries the identity in a header, X-API-Key by default. It is
 	// the default.
 	APIKey Carry = "api_key"
+	// Bearer carries the identity as a bearer token: "Authorization:
+	// Bearer <identity>" (RFC 6750 §2.1).
+	Bearer Carry = "bearer"
+	// Query carries the identity as a query parameter, api_key by default
+	// (RFC 6750 §2.3 names access_token for tokens).
+	Query Carry = "query"
+	// Cookie carries the identity as a cookie, api_key by default.
+	Cookie Carry = "cookie"
 	// ClientIP carries the identity as a client IP address in a header,
 	// X-Forwarded-For by default.
 	ClientIP Carry = "client_ip"
 )
 
-// Default identity headers.
+var carries = []Carry{APIKey, Bearer, Query, Cookie, ClientIP}
+
+// Default identity headers and names.
 const (
 	DefaultAPIKeyHeader   = "X-API-Key"
 	DefaultClientIPHeader = "X-Forwarded-For"
+	// DefaultIdentityName is the query parameter or cookie that carries
+	// the identity when the file does not say.
+	DefaultIdentityName = "api_key"
 )
 
-// Identities describes the clients that send the traffic.
+// Identities describes the clients that send the traffic. Identity
+// returns each one's name and what its requests carry.
 type Identities struct {
 	// Count is the number of distinct identities; 1 when the file does not
-	// say.
+	// say, or the number of keys in KeysFile (one fewer when a
+	// retry_after_probe needs one of them for itself).
 	Count int
 	// Distribution is Uniform when the file does not say.
 	Distribution Distribution
@@ -281,8 +309,42 @@ type Identities struct {
 	S float64
 	// Carry is APIKey when the file does not say.
 	Carry Carry
-	// Header is the request header that carries the identity.
+	// Header is the request header that carries the identity with APIKey
+	// and ClientIP ("Authorization" with Bearer, "Cookie" with Cookie,
+	// empty with Query).
 	Header string
+	// Name is the query parameter (Query) or cookie (Cookie) that carries
+	// the identity; DefaultIdentityName when the file does not say, empty
+	// with the other carries.
+	Name string
+	// Fixed gives generated identities the same names in every run
+	// (key-0000, 10.0.0.0). When false, the default, every run names its
+	// own (key-<run>-0000; see Identity), so that a limiter that outlives
+	// runs meets every identity with a full budget. Identities read from
+	// KeysFile are always fixed.
+	Fixed bool
+	// KeysFile is the file of real API keys or tokens the identities use,
+	// as the scenario names it (relative to the scenario file), and Keys
+	// its keys in file order: one a line, blank lines and lines starting
+	// with # skipped. Keys are secrets: histories and reports name them
+	// key#1, key#2, ... by their place in Keys.
+	KeysFile string
+	Keys     []Secret
+	// IPVersion is 4 or 6 with ClientIP (4 when the file does not say),
+	// and 0 with the other carries.
+	IPVersion int
+	// Prefix, with ClientIP, makes each identity a block of addresses of
+	// this prefix length (64: an IPv6 /64) from which every request takes
+	// a different address, as a host that rotates its addresses does; 0,
+	// the default, gives each identity one address.
+	Prefix int
+	// TrustedHops, with ClientIP in X-Forwarded-For, is the number of
+	// proxies the target trusts, counting the one it takes connections
+	// from (the harness itself): the harness appends TrustedHops−1 proxy
+	// addresses (Proxies) after the client's, so that the client's address
+	// is the TrustedHops-th entry from the right, where a server trusting
+	// that many hops reads it. 1 with ClientIP when the file does not say.
+	TrustedHops int
 	// SpoofForwarded makes every client (with ClientIP) put an address of
 	// its own choosing, new on every request, in front of its real one in
 	// X-Forwarded-For, as a client that wants a fresh budget does. A limiter
@@ -290,19 +352,10 @@ type Identities struct {
 	SpoofForwarded bool
 }
 
-// Key returns the identity string of identity i, 0 ≤ i < Count: an API key
-// such as "key-0007" or, with ClientIP, an address in 10.0.0.0/8 such as
-// "10.0.0.7". Distinct indexes give distinct identities.
-func (id Identities) Key(i int) string {
-	if id.Carry == ClientIP {
-		return "10." + strconv.Itoa(i>>16&0xff) + "." + strconv.Itoa(i>>8&0xff) + "." + strconv.Itoa(i&0xff)
-	}
-	s := strconv.Itoa(i)
-	for len(s) < 4 {
-		s = "0" + s
-	}
-	return "key-" + s
-}
+// Fresh reports whether every run names its own identities, so that each
+// starts with a full budget even on a limiter that outlives runs: the
+// identities are generated and not Fixed.
+func (id Identities) Fresh() bool { return !id.Fixed && len(id.Keys) == 0 }
 
 // PhaseKind names a traffic phase's shape.
 type PhaseKind string

@@ -69,9 +69,9 @@ func TestShipped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"boundary-burst", "concurrency", "cost-weighted",
+	want := []string{"bearer-post", "boundary-burst", "concurrency", "cost-weighted",
 		"drill-clock-skew", "drill-instance-kill", "drill-redis-kill-closed", "drill-redis-kill-fallback", "drill-redis-kill-open", "drill-redis-pause", "drill-redis-slow",
-		"hot-key", "multi-instance-budget", "overhead", "quickstart", "retry-after", "tiers"}
+		"hot-key", "ipv6-prefix", "multi-instance-budget", "overhead", "quickstart", "retry-after", "tiers"}
 	var got []string
 	for _, in := range infos {
 		got = append(got, in.Name)
@@ -200,7 +200,7 @@ func TestLoad(t *testing.T) {
 	}{
 		{"shipped name", []string{"concurrency"}, 1, nil},
 		{"file", []string{"tiers.yaml"}, 1, nil},
-		{"directory", []string{"."}, 16, nil},
+		{"directory", []string{"."}, 18, nil},
 		{"file and name", []string{"tiers.yaml", "hot-key"}, 2, nil},
 		{"unknown name", []string{"quikstart"}, 0, ErrNotFound},
 		{"missing file", []string{"nope/none.yaml"}, 0, ErrNotFound},
@@ -325,24 +325,4 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted an incomplete scenario: %+v", s)
 		}
 	})
-}
-
-func TestIdentityKeys(t *testing.T) {
-	for _, carry := range []Carry{APIKey, ClientIP} {
-		id := Identities{Count: 70000, Carry: carry}
-		seen := map[string]bool{}
-		for i := range id.Count {
-			k := id.Key(i)
-			if seen[k] {
-				t.Fatalf("%s: Key(%d) = %q repeats", carry, i, k)
-			}
-			seen[k] = true
-		}
-	}
-	if got, want := (Identities{Carry: ClientIP}).Key(258), "10.0.1.2"; got != want {
-		t.Errorf("Key(258) = %q, want %q", got, want)
-	}
-	if got, want := (Identities{Carry: APIKey}).Key(7), "key-0007"; got != want {
-		t.Errorf("Key(7) = %q, want %q", got, want)
-	}
 }

@@ -39,6 +39,11 @@ const (
 type validator struct {
 	doc *yamlstrict.Doc
 	err *ScenarioError
+	// dir is the directory the scenario's files are read from; empty for
+	// a shipped scenario, which may name none.
+	dir string
+	// lookupEnv reads the environment header values take.
+	lookupEnv func(string) (string, bool)
 }
 
 // fail records a fault at field (a path as yamlstrict records them) unless
@@ -77,6 +82,7 @@ func (v *validator) scenario(r *rawScenario) *Scenario {
 	for i := range r.Traffic {
 		s.Phases = append(s.Phases, v.phase(&r.Traffic[i], fmt.Sprintf("traffic[%d]", i), i, s.Target))
 	}
+	v.identitiesFit(&r.Identities, s)
 	s.Checks = v.checks(&r.Checks, s.Target)
 	if d := timedLength(s.Phases); d > MaxTrafficTime {
 		v.fail("traffic", "the phases last %v, beyond the %v a scenario may run; split it", d, MaxTrafficTime)
@@ -191,6 +197,10 @@ func (v *validator) target(r *rawTarget) Target {
 		p, err := url.Parse(u)
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 			v.fail(fmt.Sprintf("target.external[%d]", i), "%q is not an http(s) URL such as http://127.0.0.1:8080", u)
+		} else if p.User != nil || p.RawQuery != "" || p.Fragment != "" {
+			// Base URLs are recorded (history, run.json, report); credentials
+			// there would be too.
+			v.fail(fmt.Sprintf("target.external[%d]", i), "give the base URL alone, without credentials, query or fragment; send credentials in a route header from the environment (Authorization: Bearer ${TOKEN})")
 		}
 	}
 	if r.Spread != "" {
@@ -265,6 +275,7 @@ func (v *validator) target(r *rawTarget) Target {
 		if !slices.Contains([]string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"}, rt.Method) {
 			v.fail(field+".method", "unknown %q; use GET, HEAD, POST, PUT, PATCH or DELETE", rr.Method)
 		}
+		v.request(field, &rr, &rt)
 		if rr.Cost != nil {
 			rt.Cost = *rr.Cost
 			if rt.Cost < 1 {
@@ -357,77 +368,6 @@ func (v *validator) redis(r *rawRedis, t Target) Redis {
 }
 
 var headerPattern = regexp.MustCompile(`^[A-Za-z0-9-]+$`)
-
-func (v *validator) identities(r *rawIdentities) Identities {
-	id := Identities{Count: 1, Distribution: Uniform, Carry: APIKey}
-	if r.Count != nil {
-		id.Count = *r.Count
-		if id.Count < 1 || id.Count > MaxIdentities {
-			v.fail("identities.count", "%d: want 1 to %d", id.Count, MaxIdentities)
-		}
-	}
-	if r.Distribution != "" {
-		id.Distribution = Distribution(r.Distribution)
-	}
-	switch id.Distribution {
-	case Uniform:
-	case Hot:
-		switch {
-		case r.Share == nil:
-			v.fail("identities.share", "missing; a hot distribution needs the hot identity's share, such as 0.8")
-		case *r.Share <= 0 || *r.Share >= 1:
-			v.fail("identities.share", "%v: want a fraction strictly between 0 and 1", *r.Share)
-		case id.Count < 2:
-			v.fail("identities.count", "%d: a hot distribution needs at least 2 identities", id.Count)
-		default:
-			id.Share = *r.Share
-		}
-	case Zipf:
-		switch {
-		case r.S == nil:
-			v.fail("identities.s", "missing; a zipf distribution needs its exponent s, such as 1.1")
-		case !(*r.S > 1) || *r.S > 100:
-			v.fail("identities.s", "%v: the zipf exponent must be above 1 (and at most 100)", *r.S)
-		default:
-			id.S = *r.S
-		}
-	default:
-		v.fail("identities.distribution", "unknown %q; use uniform, hot or zipf", r.Distribution)
-	}
-	if r.Share != nil && id.Distribution != Hot {
-		v.fail("identities.share", "only a hot distribution takes a share")
-	}
-	if r.S != nil && id.Distribution != Zipf {
-		v.fail("identities.s", "only a zipf distribution takes s")
-	}
-	if r.Carry != "" {
-		id.Carry = Carry(r.Carry)
-	}
-	switch id.Carry {
-	case APIKey:
-		id.Header = DefaultAPIKeyHeader
-	case ClientIP:
-		id.Header = DefaultClientIPHeader
-	default:
-		v.fail("identities.carry", "unknown %q; use api_key or client_ip", r.Carry)
-	}
-	if r.Header != "" {
-		if !headerPattern.MatchString(r.Header) {
-			v.fail("identities.header", "%q is not a header name", r.Header)
-		}
-		id.Header = r.Header
-	}
-	if r.SpoofForwarded {
-		switch {
-		case id.Carry != ClientIP:
-			v.fail("identities.spoof_forwarded_for", "needs carry: client_ip; an API key has no X-Forwarded-For to spoof")
-		case !strings.EqualFold(id.Header, DefaultClientIPHeader):
-			v.fail("identities.spoof_forwarded_for", "needs the identity in X-Forwarded-For, not %s", id.Header)
-		}
-		id.SpoofForwarded = true
-	}
-	return id
-}
 
 // phaseFields lists the keys each phase kind takes, beyond kind and name.
 var phaseFields = map[PhaseKind][]string{

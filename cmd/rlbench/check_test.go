@@ -2,13 +2,17 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -73,22 +77,152 @@ func writeVegeta(t *testing.T, path string, admitted int) {
 	}
 }
 
+// badVersionHistory is a history header of a format version rlbench does
+// not read.
+const badVersionHistory = `{"format":"rlbench-history","version":2,"start":"2026-01-02T03:04:05Z"}` + "\n"
+
+// gcraAllowance is what the testdata's policy, GCRA 5/s burst 5, allows in
+// an interval of length d widened by the checker's default clock
+// resolution of 1 µs: 5 + 5/s·(d + 1 µs), in units.
+func gcraAllowance(d time.Duration) float64 { return 5 + 5*(d+time.Microsecond).Seconds() }
+
+// checkTestdata is every file under testdata/check: the generator that
+// writes it and what `rlbench check` says of it. The tightest interval runs
+// from the first request's send to the last admitted one's receipt, 2 ms
+// after it was sent: request i is sent at i µs.
+var checkTestdata = []struct {
+	file  string
+	write func(t *testing.T, path string)
+	flags []string // before the file
+	code  int
+	// verdict is summary.json's overall verdict and the budget check's,
+	// which observed the units in its tightest interval against bound;
+	// empty when the file is refused (exit 2, no summary).
+	verdict         checker.Verdict
+	observed, bound float64
+}{
+	{"pass.jsonl.gz", func(t *testing.T, p string) { writeHistory(t, p, 5) }, nil,
+		exitOK, checker.Pass, 5, gcraAllowance(4*time.Microsecond + 2*time.Millisecond)},
+	{"fail.jsonl.gz", func(t *testing.T, p string) { writeHistory(t, p, 6) }, nil,
+		exitCheckFailed, checker.Fail, 6, gcraAllowance(5*time.Microsecond + 2*time.Millisecond)},
+	{"vegeta-pass.json", func(t *testing.T, p string) { writeVegeta(t, p, 5) },
+		[]string{"--format", "vegeta", "--instance-header", "X-Instance", "--policy", "gcra:5/1s,burst=5"},
+		exitOK, checker.Pass, 5, gcraAllowance(4*time.Microsecond + 2*time.Millisecond)},
+	{"vegeta-fail.json", func(t *testing.T, p string) { writeVegeta(t, p, 7) },
+		[]string{"--format", "vegeta", "--policy", "gcra:5/1s,burst=5"},
+		exitCheckFailed, checker.Fail, 7, gcraAllowance(6*time.Microsecond + 2*time.Millisecond)},
+	{"bad-version.jsonl", func(t *testing.T, p string) { writeFile(t, p, badVersionHistory) },
+		[]string{"--policy", "gcra:5/1s"},
+		exitInvalid, "", 0, 0},
+}
+
+// TestCheckTestdata holds every file under testdata/check to its generator
+// (run with -update-check to rewrite them) and to the exit code and
+// verdicts `rlbench check` gives it.
 func TestCheckTestdata(t *testing.T) {
-	if !*updateCheck {
-		t.Skip("run with -update-check to rewrite testdata/check")
-	}
 	dir := filepath.Join("testdata", "check")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	for _, tc := range checkTestdata {
+		t.Run(tc.file, func(t *testing.T) {
+			path := filepath.Join(dir, tc.file)
+			fresh := filepath.Join(t.TempDir(), tc.file)
+			tc.write(t, fresh)
+			if *updateCheck {
+				raw, err := os.ReadFile(fresh)
+				if err != nil {
+					t.Fatal(err)
+				}
+				writeFile(t, path, string(raw))
+			}
+			if got, want := readFile(t, path), readFile(t, fresh); !sameJSONLines(got, want) {
+				t.Fatalf("%s differs from what its generator writes; rerun with -update-check\n got: %s\nwant: %s", path, got, want)
+			}
+
+			summary := filepath.Join(t.TempDir(), "summary.json")
+			var out, errOut bytes.Buffer
+			prev := commands["check"]
+			commands["check"] = func() command { return &checkCommand{stdout: &out} }
+			defer func() { commands["check"] = prev }()
+			args := append(append([]string{"check", "--summary", summary}, tc.flags...), path)
+			if got := run(context.Background(), args, &errOut); got != tc.code {
+				t.Fatalf("exit code = %d, want %d\nstdout:\n%s\nstderr:\n%s", got, tc.code, out.String(), errOut.String())
+			}
+			if tc.verdict == "" {
+				if _, err := os.Stat(summary); err == nil {
+					t.Errorf("a refused history left a summary")
+				}
+				return
+			}
+			f, err := os.Open(summary)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			s, err := checker.ReadSummary(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := s.Verdict, tc.verdict; got != want {
+				t.Errorf("summary verdict = %s, want %s", got, want)
+			}
+			if got, want := len(s.Scenarios), 1; got != want {
+				t.Fatalf("%d scenarios in the summary, want %d", got, want)
+			}
+			var budget *checker.Result
+			for i, r := range s.Scenarios[0].Checks {
+				if r.Name == checker.CheckBudget {
+					budget = &s.Scenarios[0].Checks[i]
+				}
+			}
+			if budget == nil {
+				t.Fatalf("no %s check in the summary: %+v", checker.CheckBudget, s.Scenarios[0].Checks)
+			}
+			if budget.Verdict != tc.verdict || budget.Observed != tc.observed || math.Abs(budget.Bound-tc.bound) > 1e-6 {
+				t.Errorf("budget check = %s, observed %v, bound %v; want %s, observed %v, bound %v",
+					budget.Verdict, budget.Observed, budget.Bound, tc.verdict, tc.observed, tc.bound)
+			}
+		})
+	}
+}
+
+// sameJSONLines reports whether a and b hold the same JSON values line by
+// line, whatever the order of their objects' keys (vegeta's encoder writes
+// a result's headers in map order).
+func sameJSONLines(a, b []byte) bool {
+	la, lb := bytes.Split(a, []byte("\n")), bytes.Split(b, []byte("\n"))
+	if len(la) != len(lb) {
+		return false
+	}
+	for i := range la {
+		var va, vb any
+		if len(la[i]) == 0 && len(lb[i]) == 0 {
+			continue
+		}
+		if json.Unmarshal(la[i], &va) != nil || json.Unmarshal(lb[i], &vb) != nil || !reflect.DeepEqual(va, vb) {
+			return false
+		}
+	}
+	return true
+}
+
+// readFile returns the content of path, uncompressed when it is gzip.
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
 		t.Fatal(err)
 	}
-	writeHistory(t, filepath.Join(dir, "pass.jsonl.gz"), 5)
-	writeHistory(t, filepath.Join(dir, "fail.jsonl.gz"), 6)
-	writeVegeta(t, filepath.Join(dir, "vegeta-pass.json"), 5)
-	writeVegeta(t, filepath.Join(dir, "vegeta-fail.json"), 7)
-	bad := `{"format":"rlbench-history","version":2,"start":"2026-01-02T03:04:05Z"}` + "\n"
-	if err := os.WriteFile(filepath.Join(dir, "bad-version.jsonl"), []byte(bad), 0o644); err != nil {
-		t.Fatal(err)
+	if !strings.HasSuffix(path, ".gz") {
+		return data
 	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	plain, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return plain
 }
 
 func TestCheckCommand(t *testing.T) {

@@ -12,14 +12,14 @@ import (
 	"testing"
 
 	"github.com/rlbench/rlbench/harness/doctor"
-	"github.com/rlbench/rlbench/harness/redisserver"
+	"github.com/rlbench/rlbench/limiter/redistest"
 )
 
 // TestDoctorCommand: usage errors exit 2, a healthy Redis 0, a finding 1;
 // flags may follow the URL.
 func TestDoctorCommand(t *testing.T) {
-	healthy := redisserver.StartForTest(t)
-	srv, err := redisserver.Start(context.Background(), redisserver.Options{Args: []string{"--maxmemory", "10mb", "--maxmemory-policy", "volatile-lru"}})
+	healthy := redistest.StartForTest(t)
+	srv, err := redistest.Start(context.Background(), redistest.Options{Args: []string{"--maxmemory", "10mb", "--maxmemory-policy", "volatile-lru"}})
 	if err != nil {
 		t.Skip(err)
 	}
@@ -57,7 +57,7 @@ func TestDoctorCommand(t *testing.T) {
 	if rep.Findings != 1 || rep.Checks[2].Name != "eviction" || rep.Checks[2].OK {
 		t.Fatalf("--json report %+v, want one eviction finding", rep)
 	}
-	port, err := redisserver.FreePort()
+	port, err := redistest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

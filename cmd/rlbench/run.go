@@ -29,8 +29,8 @@ type runCommand struct{ stdout, stderr io.Writer }
 
 // runFlags are run's flags.
 type runFlags struct {
-	out, provider, redisURL, binary string
-	claims                          listFlag
+	out, provider, redisURL, binary, runID string
+	claims                                 listFlag
 }
 
 func (f *runFlags) flagSet() *flag.FlagSet {
@@ -39,6 +39,8 @@ func (f *runFlags) flagSet() *flag.FlagSet {
 	fs.StringVar(&f.provider, "redis-provider", "", "run every scenario on a Redis from `PROVIDER` instead of its own: auto, process, docker, embedded or external")
 	fs.StringVar(&f.redisURL, "redis-url", "", "use the Redis at `URL` with --redis-provider external")
 	fs.StringVar(&f.binary, "binary", "", "run the instances from the rlbench executable at `PATH` (default this one)")
+	fs.StringVar(&f.runID, "run-id", "", "name the generated identities with `ID` (eight hex digits, as run.json's run_id records it) "+
+		"instead of a random id per scenario, to send an earlier run's identities again")
 	fs.Var(&f.claims, "claim", "hold the route to the limit in `ROUTE=SPEC` (as in /api/items=gcra:9/1m,burst=9) instead of "+
 		"the scenario's policies; repeat for several limits. The instances still enforce the scenario's: this checks a stricter promise")
 	return fs
@@ -88,6 +90,10 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 	default:
 		return usagef("--redis-provider %q: use auto, process, docker, embedded or external", f.provider)
 	}
+	runID, err := scenarios.ParseRunID(f.runID)
+	if err != nil {
+		return usagef("--run-id: %v", err)
+	}
 	claimed := map[string][]limiter.Limit{}
 	for _, claim := range f.claims {
 		route, spec, ok := strings.Cut(claim, "=")
@@ -115,7 +121,7 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 		return fmt.Errorf("output directory: %w", err)
 	}
 	r := runner.New(runner.Options{
-		OutDir: f.out, Binary: f.binary, Provider: provider, RedisURL: f.redisURL, Claims: claimed,
+		OutDir: f.out, Binary: f.binary, Provider: provider, RedisURL: f.redisURL, Claims: claimed, RunID: runID,
 		Progress: c.stderr, Log: c.stderr, Interactive: progress.Interactive(c.stderr),
 	})
 	start := time.Now()

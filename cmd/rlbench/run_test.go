@@ -10,10 +10,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rlbench/rlbench/harness/checker"
-	"github.com/rlbench/rlbench/harness/redisserver"
+	"github.com/rlbench/rlbench/limiter/redistest"
 )
 
 // rlbenchRun runs the built binary and returns its exit code and output.
@@ -54,98 +55,202 @@ func leftovers(t *testing.T, bin string) []string {
 	return found
 }
 
-// TestRunContract runs the command line contract of `rlbench run` end to
-// end on real processes: every shipped scenario passes (exit 0) and writes
-// its outputs; a bound tightened below what the limiter allows fails with
-// exit 1 and names the check; a malformed scenario exits 2 naming the line;
-// nothing is left running afterwards.
-func TestRunContract(t *testing.T) {
+// needRunPrerequisites skips t in -short mode, and when redis-server is
+// missing outside CI (in CI it fails t): the run tests drive `rlbench run`
+// end to end on real processes.
+func needRunPrerequisites(t *testing.T) {
+	t.Helper()
 	if testing.Short() {
-		t.Skip("runs every shipped scenario end to end (about two minutes)")
+		t.Skip("runs rlbench end to end on real processes")
 	}
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("%v", redisserver.ErrNotInstalled)
+			t.Fatalf("%v", redistest.ErrNotInstalled)
 		}
-		t.Skip(redisserver.ErrNotInstalled)
+		t.Skip(redistest.ErrNotInstalled)
 	}
-	bin := buildRlbench(t)
-	dir := t.TempDir()
+}
 
-	t.Run("shipped scenarios pass", func(t *testing.T) {
-		out := filepath.Join(dir, "shipped")
-		code, output := rlbenchRun(t, bin, "run", "--out", out, "--redis-provider", "process", "../../scenarios/")
-		if code != 0 {
-			t.Fatalf("rlbench run scenarios/ exited %d, want 0:\n%s", code, output)
-		}
-		for _, f := range []string{"summary.json", "run.json", "junit.xml", "report.html", "quickstart/history.jsonl.gz"} {
-			if _, err := os.Stat(filepath.Join(out, f)); err != nil {
-				t.Errorf("missing output %s: %v", f, err)
-			}
-		}
-		data, err := os.ReadFile(filepath.Join(out, "summary.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := checker.ReadSummary(bytes.NewReader(data))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.Verdict != checker.Pass || len(s.Scenarios) < 16 {
-			t.Fatalf("summary: verdict %s over %d scenarios, want pass over every shipped one", s.Verdict, len(s.Scenarios))
-		}
-		// A saved history re-checks alone to the same verdict, a drill's too
-		// (its fault windows come from run.json beside it).
-		for _, name := range []string{"quickstart", "drill-redis-kill-closed", "drill-redis-pause"} {
-			if code, output := rlbenchRun(t, bin, "check", filepath.Join(out, name, "history.jsonl.gz")); code != 0 {
-				t.Errorf("rlbench check %s exited %d, want 0:\n%s", name, code, output)
-			}
-		}
-	})
-
-	t.Run("tightened bound fails with exit 1", func(t *testing.T) {
-		// Claim a budget of 9 per minute where the instances enforce 10.
-		code, output := rlbenchRun(t, bin, "run", "--out", filepath.Join(dir, "tightened"), "--claim", "/api/items=gcra:9/1m,burst=9", "concurrency")
-		if code != 1 {
-			t.Fatalf("exit %d, want 1:\n%s", code, output)
-		}
-		if !strings.Contains(output, "budget") || !strings.Contains(output, "FAIL") {
-			t.Fatalf("the output does not name the failed budget check:\n%s", output)
-		}
-		var summary struct {
-			Scenarios []struct {
-				Checks []checker.Result `json:"checks"`
-			} `json:"scenarios"`
-		}
-		data, _ := os.ReadFile(filepath.Join(dir, "tightened", "summary.json"))
-		if err := json.Unmarshal(data, &summary); err != nil {
-			t.Fatal(err)
-		}
-		failed := false
-		for _, r := range summary.Scenarios[0].Checks {
-			failed = failed || (r.Name == checker.CheckBudget && r.Verdict == checker.Fail && r.Observed == 10 && r.Bound < 9.1)
-		}
-		if !failed {
-			t.Fatalf("summary.json has no failed budget check observing 10 against about 9: %s", data)
-		}
-	})
-
-	t.Run("malformed scenario exits 2 naming the line", func(t *testing.T) {
-		path := filepath.Join(dir, "malformed.yaml")
-		bad := "name: bad\ndescription: a misspelled key\ntarget:\n  instances: 1\n  routes:\n    - {path: /a, policies: [\"gcra:1/1s,burst=1\"]}\ntrafic:\n  - {kind: idle, duration: 1s}\n"
-		if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		code, output := rlbenchRun(t, bin, "run", "--out", filepath.Join(dir, "malformed"), path)
-		if code != 2 {
-			t.Fatalf("exit %d, want 2:\n%s", code, output)
-		}
-		if want := "malformed.yaml:7: trafic: unknown key \"trafic\"; did you mean \"traffic\"?"; !strings.Contains(output, want) {
-			t.Fatalf("output lacks %q:\n%s", want, output)
-		}
-	})
-
+// noLeftovers fails t if a process of bin still runs after an `rlbench run`
+// returned: a run must leave nothing behind.
+func noLeftovers(t *testing.T, bin string) {
+	t.Helper()
 	if left := leftovers(t, bin); len(left) > 0 {
 		t.Fatalf("processes left running: %v", left)
+	}
+}
+
+// shipped is the run of every shipped scenario, made once (about two
+// minutes) for the tests that judge it.
+var shipped struct {
+	once                sync.Once
+	out, output, stderr string
+	code                int
+	left                []string // processes of rlbench still running after it
+}
+
+// runShipped runs every shipped scenario once with the process Redis
+// provider and returns the output directory, exit code and output; the
+// processes it left behind are in shipped.left.
+func runShipped(t *testing.T) (out string, code int, output string) {
+	t.Helper()
+	needRunPrerequisites(t)
+	bin := buildRlbench(t)
+	shipped.once.Do(func() {
+		// Under the binary's directory, which TestMain removes, since the
+		// run outlives the test that made it.
+		shipped.out = filepath.Join(filepath.Dir(bin), "shipped")
+		shipped.code = -1 // until the run returns
+		shipped.code, shipped.output, shipped.stderr = exitOf(t, bin, "run", "--out", shipped.out, "--redis-provider", "process", "../../scenarios/")
+		shipped.left = leftovers(t, bin)
+	})
+	return shipped.out, shipped.code, shipped.output
+}
+
+// TestRunShippedScenariosPass: `rlbench run scenarios/` passes every
+// shipped scenario with exit 0, writes summary.json (a pass over every
+// scenario), run.json, junit.xml, report.html and each history, and leaves
+// no process behind.
+func TestRunShippedScenariosPass(t *testing.T) {
+	out, code, output := runShipped(t)
+	if len(shipped.left) > 0 {
+		t.Errorf("processes left running: %v", shipped.left)
+	}
+	if code != 0 {
+		t.Fatalf("rlbench run scenarios/ exited %d, want 0:\n%s\n%s", code, output, shipped.stderr)
+	}
+	for _, f := range []string{"summary.json", "run.json", "junit.xml", "report.html", "quickstart/history.jsonl.gz"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("missing output %s: %v", f, err)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := checker.ReadSummary(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Verdict != checker.Pass || len(s.Scenarios) < 16 {
+		t.Fatalf("summary: verdict %s over %d scenarios, want pass over every shipped one", s.Verdict, len(s.Scenarios))
+	}
+}
+
+// TestCheckRechecksSavedRun: `rlbench check DIR` on the output of the run
+// of every shipped scenario exits as the run did, prints the run's verdict
+// tables and computes its verdicts check by check (latency, overhead, load
+// and fault checks included: both go through checker.CheckScenario); and
+// a drill's history re-checked alone, with the run.json beside it, gets
+// its scenario's verdicts. A busy machine may fail a run's load-delivered
+// check: the re-check must then fail it too.
+func TestCheckRechecksSavedRun(t *testing.T) {
+	out, runCode, runOut := runShipped(t)
+	bin := buildRlbench(t)
+	if runCode != exitOK && runCode != exitCheckFailed {
+		t.Fatalf("rlbench run scenarios/ exited %d:\n%s\n%s", runCode, runOut, shipped.stderr)
+	}
+	dir := t.TempDir()
+	recheck := filepath.Join(dir, "recheck.json")
+	code, checkOut, checkErr := exitOf(t, bin, "check", "--summary", recheck, out)
+	if code != runCode {
+		t.Errorf("rlbench check DIR exited %d, the run %d:\n%s\n%s", code, runCode, checkOut, checkErr)
+	}
+	if got, want := tables(checkOut), tables(runOut); got != want || want == "" {
+		t.Errorf("verdict tables differ.\nre-check:\n%s\nrun:\n%s", got, want)
+	}
+	if !strings.Contains(checkOut, "Every check agrees with ") {
+		t.Errorf("the re-check does not say it agrees with summary.json:\n%s", checkOut)
+	}
+	run := readSummaryFile(t, filepath.Join(out, "summary.json"))
+	sameVerdicts(t, run, readSummaryFile(t, recheck))
+	names := map[string]bool{}
+	for _, sc := range run.Scenarios {
+		for _, r := range sc.Checks {
+			names[r.Name] = true
+		}
+	}
+	for _, name := range []string{checker.CheckBudget, checker.CheckFalseRejections, checker.CheckRetryAfter, checker.CheckLoadDelivered,
+		checker.CheckMaxLatency, checker.CheckOverhead, checker.CheckProbe, checker.CheckFaultLatency, checker.CheckFailureMode,
+		checker.CheckFaultInjected} {
+		if !names[name] {
+			t.Errorf("no shipped scenario has a %s check: the comparison does not cover it", name)
+		}
+	}
+	for _, name := range []string{"quickstart", "drill-redis-kill-closed", "drill-redis-pause"} {
+		history := filepath.Join(out, name, "history.jsonl.gz")
+		one := filepath.Join(dir, name+".json")
+		code, oneOut, oneErr := exitOf(t, bin, "check", "--summary", one, history)
+		if code != exitOK && code != exitCheckFailed {
+			t.Fatalf("rlbench check %s exited %d:\n%s\n%s", history, code, oneOut, oneErr)
+		}
+		for _, sc := range run.Scenarios {
+			if sc.Name == name {
+				for _, d := range checker.CompareResults(readSummaryFile(t, one).Scenarios[0].Checks, sc.Checks) {
+					t.Errorf("%s alone: %s", name, d)
+				}
+			}
+		}
+	}
+}
+
+// TestRunTightenedClaimExits1: a claimed bound tighter than what the
+// limiter enforces fails the run with exit 1, and the output and
+// summary.json name the failed budget check with its observed value.
+func TestRunTightenedClaimExits1(t *testing.T) {
+	needRunPrerequisites(t)
+	bin := buildRlbench(t)
+	dir := filepath.Join(t.TempDir(), "out")
+	// Claim a budget of 9 per minute where the instances enforce 10.
+	code, output := rlbenchRun(t, bin, "run", "--out", dir, "--claim", "/api/items=gcra:9/1m,burst=9", "concurrency")
+	noLeftovers(t, bin)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1:\n%s", code, output)
+	}
+	if !strings.Contains(output, "budget") || !strings.Contains(output, "FAIL") {
+		t.Fatalf("the output does not name the failed budget check:\n%s", output)
+	}
+	var summary struct {
+		Scenarios []struct {
+			Checks []checker.Result `json:"checks"`
+		} `json:"scenarios"`
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &summary); err != nil {
+		t.Fatal(err)
+	}
+	if len(summary.Scenarios) != 1 {
+		t.Fatalf("summary.json holds %d scenarios, want 1: %s", len(summary.Scenarios), data)
+	}
+	failed := false
+	for _, r := range summary.Scenarios[0].Checks {
+		failed = failed || (r.Name == checker.CheckBudget && r.Verdict == checker.Fail && r.Observed == 10 && r.Bound < 9.1)
+	}
+	if !failed {
+		t.Fatalf("summary.json has no failed budget check observing 10 against about 9: %s", data)
+	}
+}
+
+// TestRunMalformedScenarioExits2: a scenario with a misspelled key is
+// refused with exit 2, naming the file, the line and the nearest valid key.
+func TestRunMalformedScenarioExits2(t *testing.T) {
+	needRunPrerequisites(t)
+	bin := buildRlbench(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "malformed.yaml")
+	bad := "name: bad\ndescription: a misspelled key\ntarget:\n  instances: 1\n  routes:\n    - {path: /a, policies: [\"gcra:1/1s,burst=1\"]}\ntrafic:\n  - {kind: idle, duration: 1s}\n"
+	if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, output := rlbenchRun(t, bin, "run", "--out", filepath.Join(dir, "out"), path)
+	noLeftovers(t, bin)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2:\n%s", code, output)
+	}
+	if want := "malformed.yaml:7: trafic: unknown key \"trafic\"; did you mean \"traffic\"?"; !strings.Contains(output, want) {
+		t.Fatalf("output lacks %q:\n%s", want, output)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,24 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlbench/rlbench/harness/redisserver"
 	"github.com/rlbench/rlbench/limiter/httplimit"
+	"github.com/rlbench/rlbench/limiter/redistest"
 )
-
-// buildRlbench builds the rlbench binary into a temporary directory.
-func buildRlbench(t *testing.T) string {
-	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	bin := filepath.Join(t.TempDir(), "rlbench")
-	cmd := exec.Command(goBin, "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // instance is one `rlbench serve` process.
 type instance struct {
@@ -133,7 +117,7 @@ func TestMultiInstanceBudget(t *testing.T) {
 		requests = 1000
 		rounds   = 3
 	)
-	redis := redisserver.StartForTest(t)
+	redis := redistest.StartForTest(t)
 	bin := buildRlbench(t)
 	cfg := filepath.Join(t.TempDir(), "multi.yaml")
 	var keys strings.Builder
@@ -365,7 +349,7 @@ func TestServeStoreFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds rlbench and starts processes")
 	}
-	redis := redisserver.StartForTest(t)
+	redis := redistest.StartForTest(t)
 	bin := buildRlbench(t)
 	closed := startServe(t, bin, "closed", "--redis", redis.URL(), "--failure-mode", "closed", "--store-timeout", "100ms")
 	open := startServe(t, bin, "open", "--redis", redis.URL(), "--failure-mode", "open", "--store-timeout", "100ms")

@@ -15,7 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlbench/rlbench/harness/doctor"
-	"github.com/rlbench/rlbench/harness/redisserver"
+	"github.com/rlbench/rlbench/limiter/redistest"
 )
 
 // relaxed are options that make the latency check pass on a loaded test
@@ -27,10 +27,10 @@ var allChecks = []string{"version", "role", "eviction", "scripting", "cluster", 
 
 // startRedis starts a redis-server with extra directives for t; at cleanup
 // it fails t if a key was left without a TTL, then stops the server.
-func startRedis(t *testing.T, args ...string) *redisserver.Server {
+func startRedis(t *testing.T, args ...string) *redistest.Server {
 	t.Helper()
-	srv, err := redisserver.Start(context.Background(), redisserver.Options{Args: args})
-	if errors.Is(err, redisserver.ErrNotInstalled) {
+	srv, err := redistest.Start(context.Background(), redistest.Options{Args: args})
+	if errors.Is(err, redistest.ErrNotInstalled) {
 		t.Skip(err)
 	}
 	if err != nil {
@@ -39,7 +39,7 @@ func startRedis(t *testing.T, args ...string) *redisserver.Server {
 	t.Cleanup(func() {
 		c := adminClient(srv)
 		defer c.Close()
-		if missing, err := redisserver.KeysWithoutTTL(context.Background(), c); err != nil || len(missing) > 0 {
+		if missing, err := redistest.KeysWithoutTTL(context.Background(), c); err != nil || len(missing) > 0 {
 			t.Errorf("keys without a TTL: %v (%v)", missing, err)
 		}
 		if err := srv.Stop(); err != nil {
@@ -49,7 +49,7 @@ func startRedis(t *testing.T, args ...string) *redisserver.Server {
 	return srv
 }
 
-func adminClient(srv *redisserver.Server) *redis.Client {
+func adminClient(srv *redistest.Server) *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true})
 }
 
@@ -268,7 +268,7 @@ func TestReplica(t *testing.T) {
 // TestCluster: on a cluster node the doctor checks that the reference's
 // keys of one identity share one slot.
 func TestCluster(t *testing.T) {
-	cl := redisserver.StartClusterForTest(t, 3)
+	cl := redistest.StartClusterForTest(t, 3)
 	rep := diagnose(t, "redis://"+cl.Addrs()[1], relaxed)
 	if !rep.Healthy() || rep.Mode != "cluster" {
 		t.Fatalf("mode %q, findings %v: want a healthy cluster node: %+v", rep.Mode, findings(rep), rep.Checks)
@@ -334,7 +334,7 @@ func TestClockOffset(t *testing.T) {
 // TestUnreachable: nothing listens, or the password is wrong: an error
 // wrapping ErrUnreachable that never holds the password.
 func TestUnreachable(t *testing.T) {
-	port, err := redisserver.FreePort()
+	port, err := redistest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

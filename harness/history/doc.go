@@ -33,6 +33,16 @@
 //	                      around clock_offset_ns that holds the true offset, in
 //	                      nanoseconds (half the measuring round trip), in
 //	                      [0, 2^60]. Default 0.
+//	run_id                string, optional: the run's id (eight hex digits),
+//	                      which generated identities carry in their names
+//	                      ("key-<run_id>-0007") so that every run meets a
+//	                      limiter that outlives runs with fresh identities.
+//	identities_fresh      boolean, optional: true when every key began the
+//	                      run unknown to the limiter (generated for this run,
+//	                      or the limiter's state was new), false when the
+//	                      identities are the same in every run (fixed names,
+//	                      real keys from a file), so that a key may begin
+//	                      with part of its budget spent. Absent: unknown.
 //	extra                 object, optional: free-form run metadata (tool
 //	                      versions, flags); readers keep it and ignore it.
 //
@@ -43,7 +53,11 @@
 //	id           integer >= 1: the request's identifier, unique in the file.
 //	             Writers assign 1, 2, ... when it is 0; readers number records
 //	             by line when it is absent.
-//	key          string: the identity as the limiter sees it (API key, IP).
+//	key          string: the identity's label: the API key as sent when it
+//	             is generated, "key#N" for the N-th key of a keys file (a
+//	             real key is never recorded), the client address, or the
+//	             identity's block of addresses in CIDR form when its
+//	             requests come from several addresses of one prefix.
 //	instance     string, optional: the target instance that answered.
 //	route        string, optional: the route the request was sent to, as the
 //	             policies name it (for example "/v1/search").

@@ -60,6 +60,8 @@ type Header struct {
 	Policies           []RoutePolicy  `json:"policies,omitempty"`
 	ClockOffsetNs      *int64         `json:"clock_offset_ns,omitempty"`
 	ClockUncertaintyNs int64          `json:"clock_uncertainty_ns,omitempty"`
+	RunID              string         `json:"run_id,omitempty"`
+	IdentitiesFresh    *bool          `json:"identities_fresh,omitempty"`
 	Extra              map[string]any `json:"extra,omitempty"`
 }
 

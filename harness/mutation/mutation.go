@@ -23,9 +23,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/rlbench/rlbench/harness/checker"
-	"github.com/rlbench/rlbench/harness/redisserver"
 	"github.com/rlbench/rlbench/harness/runner"
 	"github.com/rlbench/rlbench/harness/runrecord"
+	"github.com/rlbench/rlbench/limiter/redistest"
 	"github.com/rlbench/rlbench/reports"
 	"github.com/rlbench/rlbench/sampleapi/faulty"
 	"github.com/rlbench/rlbench/scenarios"
@@ -303,10 +303,10 @@ func runOnce(ctx context.Context, opts *Options, sc *scenarios.Scenario, dir, va
 		return nil, fmt.Errorf("output directory: %w", err)
 	}
 	ropts := runner.Options{OutDir: dir, Binary: opts.Binary, Faulty: variant, Log: opts.Log}
-	var own *redisserver.Server
+	var own *redistest.Server
 	if len(sc.Faults) == 0 && sc.Redis.Provider != scenarios.ProviderNone && len(sc.Target.External) == 0 {
 		var err error
-		if own, err = redisserver.Start(ctx, redisserver.Options{}); err != nil {
+		if own, err = redistest.Start(ctx, redistest.Options{}); err != nil {
 			return nil, err
 		}
 		defer own.Stop()

@@ -16,8 +16,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rlbench/rlbench/harness/redisserver"
 	"github.com/rlbench/rlbench/limiter"
+	"github.com/rlbench/rlbench/limiter/redistest"
 	"github.com/rlbench/rlbench/scenarios"
 )
 
@@ -138,7 +138,7 @@ func get(t *testing.T, url, key string) (int, string) {
 // Retry-After, and the statuses of calls that never reach the limiter. The
 // rate of one per hour keeps the test free of timing.
 func TestRedisRateHandler(t *testing.T) {
-	srv := redisserver.StartForTest(t)
+	srv := redistest.StartForTest(t)
 	l := mustLimit(t, "gcra:1/1h,burst=3")
 	routes := []RedisRateRoute{{Path: "/api/items", Limit: &l}, {Path: "/api/free"}}
 	var urls []string
@@ -302,7 +302,7 @@ func TestExpressSmoke(t *testing.T) {
 	if _, _, err := expressNode(); err != nil {
 		t.Skipf("%v", err)
 	}
-	srv := redisserver.StartForTest(t)
+	srv := redistest.StartForTest(t)
 	e, err := StartExpress(context.Background(), parseScenario(t, expressScenario), t.TempDir(), "redis://"+srv.Addr()+"/0")
 	if err != nil {
 		t.Fatal(err)

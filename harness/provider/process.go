@@ -8,16 +8,16 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/rlbench/rlbench/harness/redisserver"
+	"github.com/rlbench/rlbench/limiter/redistest"
 	"github.com/rlbench/rlbench/scenarios"
 )
 
 // Process is a redis-server process on a free loopback port, without
-// persistence, started through harness/redisserver. It supports every fault
+// persistence, started through limiter/redistest. It supports every fault
 // and is safe for concurrent use. The zero value is not usable; call
 // StartProcess.
 type Process struct {
-	srv  *redisserver.Server
+	srv  *redistest.Server
 	stop func() bool
 
 	once sync.Once
@@ -30,9 +30,9 @@ var _ Faulty = (*Process)(nil)
 // when the binary is missing, or the start failure with the server's log.
 // The server stops when ctx ends or Close is called.
 func StartProcess(ctx context.Context) (*Process, error) {
-	srv, err := redisserver.Start(ctx, redisserver.Options{})
+	srv, err := redistest.Start(ctx, redistest.Options{})
 	if err != nil {
-		if errors.Is(err, redisserver.ErrNotInstalled) {
+		if errors.Is(err, redistest.ErrNotInstalled) {
 			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		return nil, fmt.Errorf("start redis-server: %w", err)
@@ -52,7 +52,7 @@ func (p *Process) Addr() string { return p.srv.Addr() }
 func (p *Process) Provider() scenarios.Provider { return scenarios.ProviderProcess }
 
 // Server returns the underlying server, for its logs.
-func (p *Process) Server() *redisserver.Server { return p.srv }
+func (p *Process) Server() *redistest.Server { return p.srv }
 
 // Close stops the process and removes its directory. It is idempotent.
 func (p *Process) Close() error {

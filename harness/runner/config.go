@@ -48,6 +48,10 @@ func InstanceConfig(sc *scenarios.Scenario, i int, redisURL, faulty string) samp
 		// loopback: it is the trusted proxy.
 		cfg.AllowAnonymous = true
 		cfg.TrustedProxies = []string{"127.0.0.0/8", "::1/128"}
+		if sc.Identities.TrustedHops > 1 {
+			// The proxies the harness appends after each client's address.
+			cfg.TrustedProxies = append(cfg.TrustedProxies, sc.Identities.ProxyPrefix().String())
+		}
 	}
 	for _, rt := range sc.Target.Routes {
 		er := sampleapi.ExtraRoute{Method: rt.Method, Path: rt.Path, Cost: rt.Cost, Limits: rt.Policies, Baseline: rt.Baseline()}

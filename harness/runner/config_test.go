@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,5 +114,31 @@ func TestInstanceConfigFields(t *testing.T) {
 	}
 	if err := pc.Validate(); err != nil {
 		t.Errorf("peer redis_rate configuration is invalid: %v", err)
+	}
+}
+
+// TestInstanceConfigTrustsTheHops: the sample API trusts the harness's
+// loopback connection, and the proxies it appends only when the scenario
+// declares more than one trusted hop.
+func TestInstanceConfigTrustsTheHops(t *testing.T) {
+	tests := []struct {
+		scenario string
+		want     string
+	}{
+		{"quickstart", ""},
+		{"ipv6-prefix", "127.0.0.0/8 ::1/128 2001:db8::/32"},
+	}
+	for _, tt := range tests {
+		sc, err := scenarios.Lookup(tt.scenario)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := InstanceConfig(sc, 0, "redis://127.0.0.1:7000/0", "")
+		if got := strings.Join(cfg.TrustedProxies, " "); got != tt.want {
+			t.Errorf("%s: TrustedProxies = %q, want %q", tt.scenario, got, tt.want)
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("%s: %v", tt.scenario, err)
+		}
 	}
 }

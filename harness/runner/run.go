@@ -31,10 +31,10 @@ import (
 	"github.com/rlbench/rlbench/harness/peers"
 	"github.com/rlbench/rlbench/harness/progress"
 	"github.com/rlbench/rlbench/harness/provider"
-	"github.com/rlbench/rlbench/harness/redisserver"
 	"github.com/rlbench/rlbench/harness/runrecord"
 	"github.com/rlbench/rlbench/harness/traffic"
 	"github.com/rlbench/rlbench/limiter"
+	"github.com/rlbench/rlbench/limiter/redistest"
 	"github.com/rlbench/rlbench/scenarios"
 )
 
@@ -62,6 +62,10 @@ type Options struct {
 	// sampleapi/faulty) every sample API instance runs instead of the
 	// reference; it goes into each instance's configuration file.
 	Faulty string
+	// RunID, when set, names every scenario's identities instead of a
+	// random id per scenario, so that a run can send again the identities
+	// an earlier one recorded (its run.json's run_id).
+	RunID scenarios.RunID
 	// InstanceArgs are extra `rlbench serve` flags for every sample API
 	// instance, overriding its configuration file (as a person running
 	// `rlbench serve` would); prefer the fields above.
@@ -93,6 +97,13 @@ type Outcome struct {
 	Stats *traffic.Stats
 	// ClockOffset is the limiter's clock minus the harness's, ± ClockUncertainty.
 	ClockOffset, ClockUncertainty time.Duration
+	// RunID names the run's identities (scenarios.Identities.Identity).
+	// IdentitiesFresh reports whether every identity began the run unknown
+	// to the limiter: generated for this run, or sent to a target and
+	// store the run started. When false a key may begin with part of its
+	// budget spent.
+	RunID           scenarios.RunID
+	IdentitiesFresh bool
 	// Faults are the scenario's faults as they happened, in ns since Start.
 	Faults []runrecord.FaultWindow
 	// KeyScan is the scan for keys without a TTL (Options.ScanKeys); nil
@@ -211,7 +222,7 @@ func scanKeys(ctx context.Context, rdb *redis.Client, start time.Time) (*runreco
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	at := time.Since(start)
-	keys, err := redisserver.KeysWithoutTTL(ctx, rdb)
+	keys, err := redistest.KeysWithoutTTL(ctx, rdb)
 	if err != nil {
 		return nil, fmt.Errorf("scan keys for a TTL: %w", err)
 	}
@@ -334,6 +345,12 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 		}
 		hdr.Policies = append(hdr.Policies, rp)
 	}
+	out.RunID = r.opts.RunID
+	if out.RunID == "" {
+		out.RunID = scenarios.NewRunID()
+	}
+	out.IdentitiesFresh = sc.Identities.Fresh() || (len(sc.Target.External) == 0 && out.Redis.Provider != string(scenarios.ProviderExternal))
+	hdr.RunID, hdr.IdentitiesFresh = string(out.RunID), &out.IdentitiesFresh
 	offsetNs := out.ClockOffset.Nanoseconds()
 	hdr.ClockOffsetNs = &offsetNs
 	hdr.ClockUncertaintyNs = out.ClockUncertainty.Nanoseconds()
@@ -350,11 +367,11 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 	schedule := faults.Start(ctx, start, sc.Faults, env)
 	var writeErr error
 	stats, runErr := traffic.Run(ctx, traffic.Config{
-		Scenario:       sc,
-		BaseURLs:       urls,
-		InstanceNames:  names,
-		ClockOffset:    out.ClockOffset,
-		IdentityPrefix: r.identityPrefix(out, start),
+		Scenario:      sc,
+		BaseURLs:      urls,
+		InstanceNames: names,
+		ClockOffset:   out.ClockOffset,
+		RunID:         out.RunID,
 		OnResult: func(res *traffic.Result) {
 			counters.SetPhase(res.Phase)
 			counters.Sent.Add(1)

@@ -11,14 +11,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rlbench/rlbench/harness/redisserver"
 	"github.com/rlbench/rlbench/harness/runrecord"
+	"github.com/rlbench/rlbench/limiter/redistest"
 )
 
 // TestScanKeys: the scan records how many keys lack a TTL and the first of
 // them; keys with a TTL pass unnoticed.
 func TestScanKeys(t *testing.T) {
-	s := redisserver.StartForTest(t)
+	s := redistest.StartForTest(t)
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), DisableIdentity: true})
 	defer rdb.Close()
 	ctx := context.Background()

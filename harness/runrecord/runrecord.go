@@ -89,6 +89,12 @@ type ScenarioRecord struct {
 	Instances   []string      `json:"instances"`
 	// History is the recorded requests, relative to the run directory.
 	History string `json:"history"`
+	// RunID names the identities the run sent (key-<run_id>-0007), and
+	// IdentitiesFresh says whether each began the run unknown to the
+	// limiter; false when they are the same in every run (fixed names,
+	// keys from a file) against a limiter that outlives runs.
+	RunID           string `json:"run_id,omitempty"`
+	IdentitiesFresh *bool  `json:"identities_fresh,omitempty"`
 	// ClockOffset is the limiter's clock minus the harness's, ± ClockUncertainty.
 	ClockOffset      time.Duration `json:"clock_offset_ns"`
 	ClockUncertainty time.Duration `json:"clock_uncertainty_ns"`

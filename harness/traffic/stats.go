@@ -175,6 +175,9 @@ type collector struct {
 	done     chan struct{}
 	consDone chan struct{}
 	dropped  atomic.Int64
+	// scrub, when set, removes secrets from a result as it is added; it
+	// runs on the adding goroutine.
+	scrub func(*Result)
 
 	mu     sync.Mutex // guards phases
 	phases []*PhaseStats
@@ -222,9 +225,14 @@ func (c *collector) start(consume func(*Result)) {
 	}()
 }
 
-// add hands a result to the collector; it blocks only while the statistics
-// goroutine is behind by collectBuffer results.
-func (c *collector) add(r *Result) { c.in <- r }
+// add hands a result to the collector, scrubbed of secrets; it blocks
+// only while the statistics goroutine is behind by collectBuffer results.
+func (c *collector) add(r *Result) {
+	if c.scrub != nil {
+		c.scrub(r)
+	}
+	c.in <- r
+}
 
 // phaseMeta updates the phase statistics the generator owns (plan, times).
 func (c *collector) phaseMeta(i int, f func(*PhaseStats)) {

@@ -15,9 +15,11 @@
 package traffic
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -74,11 +76,12 @@ type Config struct {
 	// MeasureClockOffset); edge bursts place their halves around window
 	// edges on the limiter's clock.
 	ClockOffset time.Duration
-	// IdentityPrefix is prepended to every API key ("run7-key-0003"), so
-	// that a run on a Redis that outlives it (an external one) starts every
-	// identity with a full budget whatever earlier runs left behind. It is
-	// ignored when identities are client addresses.
-	IdentityPrefix string
+	// RunID names this run's identities (scenarios.Identities.Identity):
+	// unless the scenario fixes them, every run sends its own keys
+	// ("key-<run>-0003") and client addresses, so that a limiter that
+	// outlives runs meets every identity with a full budget. Empty sends
+	// the fixed names.
+	RunID scenarios.RunID
 	// OnResult receives every result, from one goroutine, in the order the
 	// results complete. It does not slow the generator: results wait in a
 	// buffer of HandoffBuffer entries and are dropped (Stats.Dropped) when
@@ -141,7 +144,10 @@ type Result struct {
 	Phase      string
 	PhaseIndex int
 	Kind       scenarios.PhaseKind
-	// Identity is the identity as sent (API key or client address).
+	// Identity is the identity's label (scenarios.Identity.Label): the
+	// key as sent when it is generated, key#N for a key from a keys file,
+	// the client address or the identity's block of addresses. Histories
+	// record it, so that checks group requests by identity.
 	Identity string
 	// IdentityIndex is the identity's index, 0 ≤ IdentityIndex ≤ Count (the
 	// probe uses index Count, an identity no other phase sends).
@@ -153,7 +159,9 @@ type Result struct {
 	// request went to, and InstanceName its name (instance-1 for index 0).
 	Instance     int
 	InstanceName string
-	URL          string
+	// URL is the request's URL, a key from a keys file replaced by its
+	// label.
+	URL string
 	// Intended is when the schedule meant the request to be sent; Sent is
 	// when it was handed to the connection.
 	Intended, Sent, Received time.Time
@@ -237,6 +245,13 @@ type engine struct {
 	transport *http.Transport
 	client    *http.Client
 	coll      *collector
+	routes    []request // by index into Scenario.Target.Routes
+	// proxies is what follows a client's address in X-Forwarded-For: the
+	// trusted proxies beyond the first hop (", 192.0.2.1"), or "".
+	proxies string
+	// envSecrets replaces header values taken from the environment by
+	// scenarios.Redacted; nil when there are none.
+	envSecrets *strings.Replacer
 
 	mu     sync.Mutex
 	nextID uint64 // last ID handed out
@@ -275,8 +290,43 @@ func newEngine(cfg Config) (*engine, error) {
 		Timeout:       cfg.Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+	e.prepare()
 	e.coll = newCollector(sc.Phases, cfg)
+	e.coll.scrub = e.scrub
 	return e, nil
+}
+
+// request is the fixed part of a route's requests: everything but the
+// identity and the request ID.
+type request struct {
+	method, path, query string
+	header              http.Header
+	body                []byte
+}
+
+// prepare builds each route's fixed request parts once, and what scrub
+// needs to keep secrets out of results.
+func (e *engine) prepare() {
+	var secrets []string
+	for _, rt := range e.sc.Target.Routes {
+		rq := request{method: rt.Method, path: rt.Path, query: rt.Query, header: make(http.Header, len(rt.Headers)), body: rt.Body}
+		for _, h := range rt.Headers {
+			rq.header[h.Name] = []string{h.Value.Reveal()}
+			if h.FromEnv() {
+				secrets = append(secrets, h.Value.Reveal(), scenarios.Redacted)
+				if esc := url.QueryEscape(h.Value.Reveal()); esc != h.Value.Reveal() {
+					secrets = append(secrets, esc, scenarios.Redacted)
+				}
+			}
+		}
+		e.routes = append(e.routes, rq)
+	}
+	if len(secrets) > 0 {
+		e.envSecrets = strings.NewReplacer(secrets...)
+	}
+	for _, a := range e.sc.Identities.Proxies() {
+		e.proxies += ", " + a.String()
+	}
 }
 
 // newTransport returns a keep-alive HTTP/1.1 transport for loopback and LAN
@@ -434,40 +484,107 @@ func (p *planner) plan(n int) []item {
 	return items
 }
 
-// target is the method, URL and headers of an item's request.
-func (e *engine) target(it item, id uint64) (method, u string, h http.Header) {
-	rt := e.sc.Target.Routes[it.route]
-	h = make(http.Header, 2)
-	if e.sc.Identities.SpoofForwarded {
-		// A client's own entry first, new on every request (TEST-NET-2,
-		// RFC 5737), then its real address as its proxy would append it.
-		h.Set(e.sc.Identities.Header, fmt.Sprintf("198.51.%d.%d, %s", id>>8&0xff, id&0xff, e.key(it.identity)))
-	} else {
-		h.Set(e.sc.Identities.Header, e.key(it.identity))
-	}
-	h.Set(RequestIDHeader, strconv.FormatUint(id, 10))
-	return rt.Method, e.baseStrs[it.instance] + rt.Path, h
+// identity is identity i of the run.
+func (e *engine) identity(i int) scenarios.Identity {
+	return e.sc.Identities.Identity(e.cfg.RunID, i)
 }
 
-// key is identity i as sent: the scenario's key, after IdentityPrefix for
-// API keys.
-func (e *engine) key(i int) string {
-	k := e.sc.Identities.Key(i)
-	if e.sc.Identities.Carry == scenarios.APIKey {
-		return e.cfg.IdentityPrefix + k
+// target is the method, URL, headers and body of an item's request: the
+// route's fixed parts, the request ID, and the identity where the
+// scenario carries it.
+func (e *engine) target(it item, id uint64) (method, u string, h http.Header, body []byte) {
+	rq := &e.routes[it.route]
+	ids := &e.sc.Identities
+	idn := e.identity(it.identity)
+	h = make(http.Header, len(rq.header)+2)
+	for k, v := range rq.header {
+		h[k] = v
 	}
-	return k
+	query := rq.query
+	switch ids.Carry {
+	case scenarios.APIKey:
+		h.Set(ids.Header, idn.Value)
+	case scenarios.Bearer:
+		h.Set("Authorization", "Bearer "+idn.Value)
+	case scenarios.Cookie:
+		h.Set("Cookie", ids.Name+"="+idn.Value)
+	case scenarios.Query:
+		query = joinQuery(query, url.QueryEscape(ids.Name)+"="+url.QueryEscape(idn.Value))
+	case scenarios.ClientIP:
+		h.Set(ids.Header, e.forwarded(idn, id))
+	}
+	h.Set(RequestIDHeader, strconv.FormatUint(id, 10))
+	return rq.method, e.url(it, query), h, rq.body
+}
+
+// forwarded is the client address header of request id of identity idn:
+// its address, after a forged one of its own when it spoofs
+// X-Forwarded-For (TEST-NET-2, RFC 5737, new on every request), and before
+// the trusted proxies beyond the first hop, as they would append theirs.
+func (e *engine) forwarded(idn scenarios.Identity, id uint64) string {
+	addr := idn.Addr(id).String()
+	if e.sc.Identities.SpoofForwarded {
+		addr = fmt.Sprintf("198.51.%d.%d, %s", id>>8&0xff, id&0xff, addr)
+	}
+	return addr + e.proxies
+}
+
+func joinQuery(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "&" + b
+}
+
+// url is the URL of an item's request with the given query string.
+func (e *engine) url(it item, query string) string {
+	u := e.baseStrs[it.instance] + e.routes[it.route].path
+	if query != "" {
+		u += "?" + query
+	}
+	return u
+}
+
+// shownURL is the URL a result shows: the request's, with an identity
+// from a keys file replaced by its label.
+func (e *engine) shownURL(it item, idn scenarios.Identity) string {
+	query := e.routes[it.route].query
+	if e.sc.Identities.Carry == scenarios.Query {
+		v := idn.Value
+		if idn.Secret {
+			v = idn.Label
+		}
+		query = joinQuery(query, url.QueryEscape(e.sc.Identities.Name)+"="+url.QueryEscape(v))
+	}
+	return e.url(it, query)
+}
+
+// scrub keeps secrets out of a result before anyone sees it: a transport
+// error's text may quote the request URL, which may carry a key from a
+// keys file, so the key becomes its label and every header value taken
+// from the environment scenarios.Redacted.
+func (e *engine) scrub(res *Result) {
+	if res.Err == "" {
+		return
+	}
+	if idn := e.identity(res.IdentityIndex); idn.Secret {
+		res.Err = strings.ReplaceAll(res.Err, url.QueryEscape(idn.Value), url.QueryEscape(idn.Label))
+		res.Err = strings.ReplaceAll(res.Err, idn.Value, idn.Label)
+	}
+	if e.envSecrets != nil {
+		res.Err = e.envSecrets.Replace(res.Err)
+	}
 }
 
 // newResult fills the fields of a result that come from the plan.
 func (e *engine) newResult(pi int, ph scenarios.Phase, it item, id uint64) *Result {
 	rt := e.sc.Target.Routes[it.route]
-	method, u, _ := e.target(it, id)
+	idn := e.identity(it.identity)
 	return &Result{
 		ID: id, Phase: ph.Name, PhaseIndex: pi, Kind: ph.Kind,
-		Identity: e.key(it.identity), IdentityIndex: it.identity,
-		Route: rt.Path, Method: method, Cost: rt.Cost,
-		Instance: it.instance, InstanceName: e.names[it.instance], URL: u,
+		Identity: idn.Label, IdentityIndex: it.identity,
+		Route: rt.Path, Method: rt.Method, Cost: rt.Cost,
+		Instance: it.instance, InstanceName: e.names[it.instance], URL: e.shownURL(it, idn),
 	}
 }
 
@@ -485,8 +602,12 @@ func (e *engine) do(ctx context.Context, client *http.Client, it item, res *Resu
 
 // request builds the request of an item.
 func (e *engine) request(ctx context.Context, it item, id uint64) (*http.Request, error) {
-	method, u, h := e.target(it, id)
-	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	method, u, h, body := e.target(it, id)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
 		return nil, err
 	}

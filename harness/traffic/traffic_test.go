@@ -593,33 +593,43 @@ func TestRunConstantUnreachableIsErrorOutcome(t *testing.T) {
 	}
 }
 
-func TestIdentityPrefix(t *testing.T) {
+func TestRunIDNamesIdentities(t *testing.T) {
 	tt, srv := newTestTarget(t, "X-API-Key", "")
-	sc := scenario(t, 1, oneRoute, "  count: 2", "  - {kind: burst, requests: 4}")
-	results, _, err := collect(t, context.Background(), Config{Scenario: sc, BaseURLs: []string{srv.URL}, IdentityPrefix: "run7-"})
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name, identities string
+		run              scenarios.RunID
+		want             []string
+	}{
+		{"fresh", "  count: 2", "3f9a1c07", []string{"key-3f9a1c07-0000", "key-3f9a1c07-0001"}},
+		{"fixed", "  count: 2\n  fixed: true", "3f9a1c07", []string{"key-0000", "key-0001"}},
+		{"no run id", "  count: 2", "", []string{"key-0000", "key-0001"}},
 	}
-	for _, r := range results {
-		if !strings.HasPrefix(r.Identity, "run7-key-000") {
-			t.Errorf("result %d: identity %q lacks the prefix", r.ID, r.Identity)
-		}
-		tt.mu.Lock()
-		seen := tt.seen[strconv.FormatUint(r.ID, 10)].identity
-		tt.mu.Unlock()
-		if seen != r.Identity {
-			t.Errorf("result %d: the target saw identity %q, the result says %q", r.ID, seen, r.Identity)
-		}
-	}
-	ipsc := scenario(t, 1, oneRoute, "  count: 2\n  carry: client_ip", "  - {kind: burst, requests: 2}")
-	results, _, err = collect(t, context.Background(), Config{Scenario: ipsc, BaseURLs: []string{srv.URL}, IdentityPrefix: "run7-"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range results {
-		if !strings.HasPrefix(r.Identity, "10.0.0.") {
-			t.Errorf("client address %q was prefixed", r.Identity)
-		}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := scenario(t, 1, oneRoute, tc.identities, "  - {kind: burst, requests: 8}")
+			results, _, err := collect(t, context.Background(), Config{Scenario: sc, BaseURLs: []string{srv.URL}, RunID: tc.run})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]bool{}
+			for _, r := range results {
+				got[r.Identity] = true
+				tt.mu.Lock()
+				seen := tt.seen[strconv.FormatUint(r.ID, 10)].identity
+				tt.mu.Unlock()
+				if seen != r.Identity {
+					t.Errorf("result %d: the target saw identity %q, the result says %q", r.ID, seen, r.Identity)
+				}
+			}
+			for _, w := range tc.want {
+				if !got[w] {
+					t.Errorf("identities sent %v; %s missing", got, w)
+				}
+			}
+			if len(got) != len(tc.want) {
+				t.Errorf("identities sent %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -78,8 +78,7 @@ func (e *engine) runVegeta(ctx context.Context, pi int, ph scenarios.Phase, sche
 		if i >= int64(n) {
 			return vegeta.ErrNoTargets
 		}
-		tgt.Method, tgt.URL, tgt.Header = e.target(items[i], firstID+uint64(i))
-		tgt.Body = nil
+		tgt.Method, tgt.URL, tgt.Header, tgt.Body = e.target(items[i], firstID+uint64(i))
 		return nil
 	}
 	pacer := &schedulePacer{sched: sched}

@@ -9,9 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rlbench/rlbench/harness/redisserver"
 	"github.com/rlbench/rlbench/limiter"
 	"github.com/rlbench/rlbench/limiter/limitertest"
+	"github.com/rlbench/rlbench/limiter/redistest"
 )
 
 // TestBatchSend sends one batch, to a Redis whose script cache is empty,
@@ -20,7 +20,7 @@ import (
 // merged (one evaluation) and the grouped form (one per identity): each request gets its own
 // outcome, the failed one writes nothing and the abandoned one is not sent.
 func TestBatchSend(t *testing.T) {
-	srv := redisserver.StartForTest(t)
+	srv := redistest.StartForTest(t)
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true})
 	defer client.Close()
 	ctx := context.Background()

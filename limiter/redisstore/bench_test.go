@@ -12,9 +12,9 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rlbench/rlbench/harness/redisserver"
 	"github.com/rlbench/rlbench/limiter"
 	"github.com/rlbench/rlbench/limiter/redisstore"
+	"github.com/rlbench/rlbench/limiter/redistest"
 )
 
 // benchCallers is the number of concurrent callers of every benchmark.
@@ -58,7 +58,7 @@ func parallel(b *testing.B, nkeys int, op func(ctx context.Context, key string) 
 //
 //	go test -run '^$' -bench BenchmarkRedis -benchtime 3s ./limiter/redisstore/
 func BenchmarkRedis(b *testing.B) {
-	srv := redisserver.StartForTest(b)
+	srv := redistest.StartForTest(b)
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true, PoolSize: 2 * benchCallers})
 	defer client.Close()
 	if err := client.Ping(context.Background()).Err(); err != nil {
@@ -114,7 +114,7 @@ func BenchmarkRedis(b *testing.B) {
 //
 //	go test -run '^$' -bench BenchmarkVersusRedisRate -benchtime 100000x ./limiter/redisstore/
 func BenchmarkVersusRedisRate(b *testing.B) {
-	srv := redisserver.StartForTest(b)
+	srv := redistest.StartForTest(b)
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true, PoolSize: 2 * benchCallers})
 	defer client.Close()
 	rr := redis_rate.NewLimiter(client)

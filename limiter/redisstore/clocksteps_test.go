@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlbench/rlbench/harness/redisserver"
 	"github.com/rlbench/rlbench/limiter"
 	"github.com/rlbench/rlbench/limiter/limitertest"
 	"github.com/rlbench/rlbench/limiter/redisstore"
+	"github.com/rlbench/rlbench/limiter/redistest"
 )
 
 // TestMatchesMemoryStoreClockSteps drives the Redis store and
@@ -19,7 +19,7 @@ import (
 // request each key written has a TTL, longer than zero and no longer than
 // the time its state takes to be fresh (plus the test-clock slack).
 func TestMatchesMemoryStoreClockSteps(t *testing.T) {
-	srv := redisserver.StartForTest(t)
+	srv := redistest.StartForTest(t)
 	client := newClient(t, srv.Addr())
 	policies := map[string][]limiter.Limit{}
 	for _, alg := range limiter.Algorithms {
@@ -105,7 +105,7 @@ func TestMatchesMemoryStoreClockSteps(t *testing.T) {
 // which kept no time of the write, are still read, and decide as they did
 // then; a step back is then detected as far as the old state allows.
 func TestEarlierStateFormats(t *testing.T) {
-	srv := redisserver.StartForTest(t)
+	srv := redistest.StartForTest(t)
 	client := newClient(t, srv.Addr())
 	at := limitertest.T0.Add(time.Hour + 15*s)
 	now := at.UnixMicro()

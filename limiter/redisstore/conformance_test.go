@@ -8,10 +8,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rlbench/rlbench/harness/redisserver"
 	"github.com/rlbench/rlbench/limiter"
 	"github.com/rlbench/rlbench/limiter/limitertest"
 	"github.com/rlbench/rlbench/limiter/redisstore"
+	"github.com/rlbench/rlbench/limiter/redistest"
 )
 
 // modes are the two ways the store sends scripts; both must decide alike.
@@ -37,7 +37,7 @@ func factory(client redis.UniversalClient, mode string, opts []redisstore.Option
 }
 
 func TestConformance(t *testing.T) {
-	srv := redisserver.StartForTest(t)
+	srv := redistest.StartForTest(t)
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			limitertest.Run(t, factory(newClient(t, srv.Addr()), m.name, m.opts))
@@ -46,7 +46,7 @@ func TestConformance(t *testing.T) {
 }
 
 func TestConformanceCluster(t *testing.T) {
-	cl := redisserver.StartClusterForTest(t, 3)
+	cl := redistest.StartClusterForTest(t, 3)
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			limitertest.Run(t, factory(newClusterClient(t, cl.Addrs()), m.name, m.opts))
@@ -58,7 +58,7 @@ func TestConformanceCluster(t *testing.T) {
 // separate clients, each with its own connection pool, as three instances
 // of a service would.
 func TestConformanceConcurrency(t *testing.T) {
-	srv := redisserver.StartForTest(t)
+	srv := redistest.StartForTest(t)
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			limitertest.RunConcurrency(t, func(t *testing.T, clock func() time.Time) []limiter.Limiter {

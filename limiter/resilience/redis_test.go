@@ -6,17 +6,18 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rlbench/rlbench/harness/faults"
-	"github.com/rlbench/rlbench/harness/redisserver"
 	"github.com/rlbench/rlbench/limiter"
 	"github.com/rlbench/rlbench/limiter/redisstore"
+	"github.com/rlbench/rlbench/limiter/redistest"
 	"github.com/rlbench/rlbench/limiter/resilience"
 )
 
@@ -59,10 +60,10 @@ func TestFailureModesOnRedis(t *testing.T) {
 	limit := limiter.Limit{Algorithm: limiter.GCRA, Rate: 1e-3, Period: time.Second, Burst: 6}
 	faults := []struct {
 		name         string
-		inject, heal func(*redisserver.Server) error
+		inject, heal func(*redistest.Server) error
 	}{
-		{"killed", (*redisserver.Server).Kill, func(s *redisserver.Server) error { return s.Restart(context.Background()) }},
-		{"paused", (*redisserver.Server).Pause, (*redisserver.Server).Resume},
+		{"killed", (*redistest.Server).Kill, func(s *redistest.Server) error { return s.Restart(context.Background()) }},
+		{"paused", (*redistest.Server).Pause, (*redistest.Server).Resume},
 	}
 	modes := []struct {
 		mode        resilience.Mode
@@ -75,7 +76,7 @@ func TestFailureModesOnRedis(t *testing.T) {
 	for _, f := range faults {
 		for _, m := range modes {
 			t.Run(f.name+"/"+string(m.mode), func(t *testing.T) {
-				srv := redisserver.StartForTest(t)
+				srv := redistest.StartForTest(t)
 				client := faultClient(srv.Addr(), 50*time.Millisecond)
 				defer client.Close()
 				l := resilience.New(redisstore.New(client), resilience.Config{
@@ -137,7 +138,7 @@ func TestFailureModesOnRedis(t *testing.T) {
 // unreachable, fail-open with a 2 s timeout: every request is admitted and
 // none errors.
 func TestUnreachableRedisFailsOpen(t *testing.T) {
-	port, err := redisserver.FreePort()
+	port, err := redistest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,6 +161,44 @@ func TestUnreachableRedisFailsOpen(t *testing.T) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+// blackhole listens on a free loopback port and accepts connections but
+// never reads or writes on them, as a cut route does: a request sent there
+// hangs until its client gives up. It returns the address; the listener and
+// its connections close at cleanup.
+func blackhole(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("listen: %v", err)
+	}
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+		wg    sync.WaitGroup
+	)
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	})
+	tb.Cleanup(func() {
+		ln.Close()
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
 // BenchmarkDecisionOnFaultyRedis measures how long one decision takes when
 // Redis is dead (connection refused), paused (SIGSTOP) or black-holed (a
 // proxy that carries nothing), with the breaker disabled so every decision
@@ -173,7 +212,7 @@ func BenchmarkDecisionOnFaultyRedis(b *testing.B) {
 				name = fault + "/breaker=on"
 			}
 			b.Run(name, func(b *testing.B) {
-				srv := redisserver.StartForTest(b)
+				srv := redistest.StartForTest(b)
 				addr := srv.Addr()
 				switch fault {
 				case "dead":
@@ -182,13 +221,7 @@ func BenchmarkDecisionOnFaultyRedis(b *testing.B) {
 					srv.Pause()
 					b.Cleanup(func() { srv.Resume() })
 				case "blackholed":
-					p, err := faults.StartProxy(addr)
-					if err != nil {
-						b.Fatal(err)
-					}
-					b.Cleanup(p.Close)
-					p.Blackhole()
-					addr = p.Addr()
+					addr = blackhole(b)
 				}
 				client := faultClient(addr, 50*time.Millisecond)
 				defer client.Close()

@@ -13,10 +13,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rlbench/rlbench/harness/redisserver"
 	"github.com/rlbench/rlbench/limiter"
 	"github.com/rlbench/rlbench/limiter/httplimit"
 	"github.com/rlbench/rlbench/limiter/redisstore"
+	"github.com/rlbench/rlbench/limiter/redistest"
 	"github.com/rlbench/rlbench/limiter/resilience"
 )
 
@@ -32,9 +32,9 @@ type fakeClock struct {
 func (c *fakeClock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *fakeClock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 
-func redisEnv(t *testing.T) (*redisserver.Server, Env) {
+func redisEnv(t *testing.T) (*redistest.Server, Env) {
 	t.Helper()
-	s := redisserver.StartForTest(t)
+	s := redistest.StartForTest(t)
 	return s, Env{Redis: &redis.Options{Addr: s.Addr(), DisableIdentity: true, ContextTimeoutEnabled: true}}
 }
 

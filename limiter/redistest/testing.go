@@ -1,13 +1,12 @@
 //go:build unix
 
-package redisserver
+package redistest
 
 import (
 	"context"
 	"errors"
 	"os"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -16,11 +15,24 @@ import (
 // cleanupTimeout bounds the TTL scan a test helper runs at cleanup.
 const cleanupTimeout = 10 * time.Second
 
+// TB is the part of testing.TB that StartForTest and StartClusterForTest
+// use; *testing.T and *testing.B satisfy it. It is declared here so that a
+// program linking this package, as rlbench does for its "process" Redis
+// provider, does not link package testing.
+type TB interface {
+	Helper()
+	Cleanup(func())
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+	Skipf(format string, args ...any)
+	Skipped() bool
+}
+
 // StartForTest starts a server for t and registers its cleanup: first a scan
 // that fails t if any key was left without a TTL (field case C6), then Stop.
 // When redis-server is not installed the test is skipped with the install
 // instructions, or fails when the environment variable CI is "true".
-func StartForTest(t testing.TB) *Server {
+func StartForTest(t TB) *Server {
 	t.Helper()
 	s, err := Start(context.Background(), Options{})
 	if err != nil {
@@ -39,7 +51,7 @@ func StartForTest(t testing.TB) *Server {
 
 // StartClusterForTest starts a cluster of masters nodes for t and registers
 // its cleanup, a TTL scan of every master and Stop, as StartForTest does.
-func StartClusterForTest(t testing.TB, masters int) *Cluster {
+func StartClusterForTest(t TB, masters int) *Cluster {
 	t.Helper()
 	c, err := StartCluster(context.Background(), masters)
 	if err != nil {
@@ -61,7 +73,7 @@ func StartClusterForTest(t testing.TB, masters int) *Cluster {
 }
 
 // checkTTLs fails t for every key without a TTL, when the server can answer.
-func checkTTLs(t testing.TB, healthy bool, newClient func() redis.UniversalClient) {
+func checkTTLs(t TB, healthy bool, newClient func() redis.UniversalClient) {
 	if !healthy || t.Skipped() {
 		return
 	}
@@ -80,7 +92,7 @@ func checkTTLs(t testing.TB, healthy bool, newClient func() redis.UniversalClien
 }
 
 // skipOrFail skips t when redis-server is missing outside CI, else fails it.
-func skipOrFail(t testing.TB, err error) {
+func skipOrFail(t TB, err error) {
 	t.Helper()
 	if errors.Is(err, ErrNotInstalled) && os.Getenv("CI") != "true" {
 		t.Skipf("skipping: %v", err)

@@ -1,6 +1,6 @@
 //go:build unix
 
-package redisserver
+package redistest
 
 import (
 	"context"

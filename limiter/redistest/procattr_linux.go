@@ -1,6 +1,6 @@
 //go:build linux
 
-package redisserver
+package redistest
 
 import "syscall"
 

@@ -1,15 +1,21 @@
 //go:build unix
 
-// Package redisserver starts and controls real redis-server processes on
-// loopback ports, for tests and for rlbench's "process" Redis provider: a
-// single server or a Redis Cluster, with the faults the harness injects
-// (kill, restart empty, pause, resume).
+// Package redistest starts and controls throwaway redis-server processes on
+// free loopback ports, for tests: a single server or a Redis Cluster of
+// masters, with the faults a store must survive (kill, restart empty, pause,
+// resume). StartForTest and StartClusterForTest tie a server's life to a test
+// and fail it if a key is left without a TTL.
+//
+// It lives in the limiter's tree so that the limiter's own tests need
+// nothing outside it; rlbench's harness uses it too, for its "process" Redis
+// provider and its tests. It does not import package testing (see TB), so
+// linking it adds no test code to a program.
 //
 // Every server runs without persistence (save "", appendonly no) in its own
 // temporary directory, logs to a buffer that Logs returns, and is killed when
 // the process that started it dies (Linux parent-death signal) as well as by
 // Stop. Servers are safe for concurrent use by multiple goroutines.
-package redisserver
+package redistest
 
 import (
 	"bufio"
@@ -102,7 +108,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = DefaultReadyTimeout
 	}
-	dir, err := os.MkdirTemp("", "redisserver-")
+	dir, err := os.MkdirTemp("", "redistest-")
 	if err == nil {
 		dir, err = filepath.Abs(dir) // $TMPDIR may be relative
 	}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package redisserver
+package redistest
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -232,5 +235,27 @@ func TestCluster(t *testing.T) {
 func TestStartClusterInvalid(t *testing.T) {
 	if _, err := StartCluster(context.Background(), 0); err == nil {
 		t.Fatal("StartCluster(0) succeeded")
+	}
+}
+
+// *testing.T and *testing.B are what StartForTest is given.
+var _, _ TB = (*testing.T)(nil), (*testing.B)(nil)
+
+// TestLinksNoTesting holds the promise of the package doc: rlbench links
+// this package for its process provider, and must not link package testing
+// with it.
+func TestLinksNoTesting(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	out, err := exec.Command(goBin, "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if pkg == "testing" {
+			t.Fatal("package redistest depends on package testing; take a TB instead")
+		}
 	}
 }

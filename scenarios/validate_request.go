@@ -1,0 +1,180 @@
+package scenarios
+
+import (
+	"fmt"
+	"io"
+	"net/textproto"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Bounds on the files a scenario names.
+const (
+	// MaxBodyBytes is the largest request body a route may send.
+	MaxBodyBytes = 1 << 20
+	// MaxKeysFileBytes is the largest keys file a scenario may read.
+	MaxKeysFileBytes = 64 << 20
+)
+
+// reservedHeaders are set by the transport or by rlbench itself; a route
+// may not set them.
+var reservedHeaders = []string{
+	"Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Te", "Trailer", "Upgrade",
+	"X-Rlbench-Request", // traffic.RequestIDHeader: joins a request with its result
+	"X-Vegeta-Seq",      // the load generator numbers its hits with it
+}
+
+// request validates a route's request fields: query string, headers and
+// body.
+func (v *validator) request(field string, rr *rawRoute, rt *Route) {
+	if strings.ContainsAny(rr.Path, "?#") {
+		v.fail(field+".path", "%q holds a query string or fragment; give the path alone and the query string as query", rr.Path)
+	}
+	if rr.Query != "" {
+		q := strings.TrimPrefix(rr.Query, "?")
+		if _, err := url.ParseQuery(q); err != nil {
+			v.fail(field+".query", "%q is not a query string (%v); write it encoded, such as page=2&sort=id", rr.Query, err)
+		}
+		rt.Query = q
+	}
+	names := make([]string, 0, len(rr.Headers))
+	for name := range rr.Headers {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		return textproto.CanonicalMIMEHeaderKey(names[i]) < textproto.CanonicalMIMEHeaderKey(names[j])
+	})
+	seen := map[string]string{}
+	for _, name := range names {
+		f := field + ".headers." + name
+		canon := textproto.CanonicalMIMEHeaderKey(name)
+		switch {
+		case !headerPattern.MatchString(name):
+			v.fail(f, "%q is not a header name (letters, digits and -)", name)
+		case slices.Contains(reservedHeaders, canon):
+			v.fail(f, "%s is set by rlbench or the transport; a route may not set it", canon)
+		case seen[canon] != "":
+			v.fail(f, "is %s again (given as %s); header names ignore case", canon, seen[canon])
+		}
+		seen[canon] = name
+		raw := rr.Headers[name]
+		val, env, err := expandEnv(raw, v.lookupEnv)
+		if err != nil {
+			v.fail(f, "%w", err)
+			continue
+		}
+		if strings.ContainsAny(val, "\r\n\x00") {
+			v.fail(f, "the value holds a line break or NUL, which no header may carry")
+		}
+		rt.Headers = append(rt.Headers, Header{Name: canon, Template: raw, Value: NewSecret(val), Env: env})
+	}
+	switch {
+	case rr.Body != nil && rr.BodyFile != "":
+		v.fail(field+".body_file", "give either body or body_file, not both")
+	case rr.Body != nil:
+		rt.Body = []byte(*rr.Body)
+		if len(rt.Body) > MaxBodyBytes {
+			v.fail(field+".body", "%d bytes, above the %d a request body may have", len(rt.Body), MaxBodyBytes)
+		}
+	case rr.BodyFile != "":
+		rt.BodyFile = rr.BodyFile
+		data, err := v.readFile(field+".body_file", rr.BodyFile, MaxBodyBytes)
+		if err == nil {
+			rt.Body = data
+		}
+	}
+}
+
+// readFile reads the file a scenario names, relative to the scenario's
+// directory, refusing one larger than limit bytes or not a regular file.
+// Faults are recorded at field and returned.
+func (v *validator) readFile(field, name string, limit int64) ([]byte, error) {
+	fail := func(format string, args ...any) ([]byte, error) {
+		v.fail(field, format, args...)
+		return nil, v.err
+	}
+	if v.dir == "" {
+		return fail("a shipped scenario cannot read files; write the content into the scenario")
+	}
+	path := name
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(v.dir, name)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fail("%v; the path is relative to the scenario file's directory", err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return fail("%s is not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	switch {
+	case err != nil:
+		return fail("read %s: %v", path, err)
+	case int64(len(data)) > limit:
+		return fail("%s is larger than the %d bytes rlbench reads", path, limit)
+	}
+	return data, nil
+}
+
+// routeConflicts reports a route header or query parameter that the
+// identities' carry sets too, once both are validated.
+func (v *validator) routeConflicts(t Target, id Identities) {
+	for i, rt := range t.Routes {
+		field := fmt.Sprintf("target.routes[%d]", i)
+		for _, h := range rt.Headers {
+			if id.Header != "" && strings.EqualFold(h.Name, id.Header) {
+				v.fail(field+".headers", "%s is the header the identities are carried in (identities.carry: %s); remove it from the route", h.Name, id.Carry)
+			}
+		}
+		if id.Carry == Query && rt.Query != "" {
+			if q, err := url.ParseQuery(rt.Query); err == nil && q.Has(id.Name) {
+				v.fail(field+".query", "sets %s, the parameter the identities are carried in; remove it from the route", id.Name)
+			}
+		}
+	}
+}
+
+// keysFile reads a file of API keys or tokens: one a line, blank lines and
+// lines starting with # skipped, each a run of printable ASCII without
+// spaces (and, for a cookie, without the characters a cookie value cannot
+// hold), none twice.
+func (v *validator) keysFile(field, name string, carry Carry) []Secret {
+	data, err := v.readFile(field, name, MaxKeysFileBytes)
+	if err != nil {
+		return nil
+	}
+	var keys []Secret
+	first := map[string]int{}
+	for n, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		at := fmt.Sprintf("%s line %d", name, n+1)
+		bad := strings.IndexFunc(line, func(r rune) bool { return r <= ' ' || r > '~' })
+		if bad < 0 && carry == Cookie {
+			bad = strings.IndexAny(line, `;,"\`)
+		}
+		if bad >= 0 {
+			// The key itself is never shown: only where the fault is.
+			v.fail(field, "%s: the key holds a character a %s cannot carry at column %d", at, carry, bad+1)
+			return nil
+		}
+		if prev, ok := first[line]; ok {
+			v.fail(field, "%s: the same key as line %d; each identity needs its own key", at, prev)
+			return nil
+		}
+		first[line] = n + 1
+		keys = append(keys, NewSecret(line))
+	}
+	if len(keys) == 0 {
+		v.fail(field, "%s holds no key; write one key a line", name)
+	}
+	return keys
+}
