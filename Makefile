@@ -103,3 +103,36 @@ MUTATION_ARGS ?=
 .PHONY: mutation
 mutation: deps build
 	$(BIN) mutate --out $(OUT)-mutation $(MUTATION_ARGS)
+
+# peers installs the rate limiters rlbench holds to their documented claims
+# (scenarios/peers, `rlbench run scenarios/peers/`): NGINX, HAProxy and
+# Flask-Limiter from the distribution's packages (apt-get, when missing),
+# the Node.js peers' npm packages at the versions harness/peers/node's
+# package-lock.json pins (npm ci into NODE_PEERS_DIR, when the lock
+# changed), express-rate-limit into EXPRESS_DIR, and bin/rlbench-gopeers,
+# the Go peers' server, a module of its own so rlbench does not link them.
+# Running it again changes nothing.
+CACHE_DIR      ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/rlbench
+NODE_PEERS_DIR ?= $(CACHE_DIR)/nodepeers
+EXPRESS_DIR    ?= $(CACHE_DIR)/express
+PEER_DEBS      := haproxy python3-flask-limiter python3-limits python3-redis python3-waitress
+
+.PHONY: peers
+peers: build
+	@missing=$$(for p in $(PEER_DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done; \
+		command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || echo nginx-light; \
+		command -v node >/dev/null 2>&1 || echo nodejs; command -v npm >/dev/null 2>&1 || echo npm); \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages:" $$missing; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	@mkdir -p $(NODE_PEERS_DIR)
+	@if ! cmp -s harness/peers/node/package-lock.json $(NODE_PEERS_DIR)/package-lock.json || [ ! -d $(NODE_PEERS_DIR)/node_modules ]; then \
+		cp harness/peers/node/package.json harness/peers/node/package-lock.json $(NODE_PEERS_DIR)/ && \
+		npm ci --prefix $(NODE_PEERS_DIR) --no-audit --no-fund; \
+	fi
+	@[ -f $(EXPRESS_DIR)/node_modules/express-rate-limit/package.json ] || \
+		npm install --prefix $(EXPRESS_DIR) --no-audit --no-fund express express-rate-limit rate-limit-redis redis
+	$(GO) build -C harness/peers/gopeers -o $(abspath bin/rlbench-gopeers) .
+	@echo "peers installed; run them with: $(BIN) run scenarios/peers/"

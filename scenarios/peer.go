@@ -26,13 +26,58 @@ const (
 	// (rate-limit-redis), one node process per instance, all sharing the
 	// scenario's Redis.
 	PeerExpress Peer = "express"
+	// PeerHAProxy is HAProxy's stick table http_req_rate(period) with
+	// `http-request deny deny_status 429`; each instance is one haproxy
+	// process with its own table.
+	PeerHAProxy Peer = "haproxy"
+	// PeerFlaskLimiter is Flask-Limiter on the limits package's Redis
+	// storage (fixed-window for fixed_window policies, moving-window for
+	// sliding_window_log), one python3 process per instance, all sharing
+	// the scenario's Redis, with its in-memory fallback.
+	PeerFlaskLimiter Peer = "flask_limiter"
+	// PeerRateLimiterFlexible is rate-limiter-flexible's RateLimiterRedis
+	// behind a small Express app, one node process per instance, all
+	// sharing the scenario's Redis, with a RateLimiterMemory as its
+	// insuranceLimiter.
+	PeerRateLimiterFlexible Peer = "rate_limiter_flexible"
+	// PeerFastify is @fastify/rate-limit on its Redis store, one node
+	// process per instance, all sharing the scenario's Redis.
+	PeerFastify Peer = "fastify"
+	// PeerHTTPRate is go-chi/httprate (sliding window counter, in memory),
+	// one rlbench-gopeers process per instance with its own counters.
+	PeerHTTPRate Peer = "httprate"
+	// PeerUlule is ulule/limiter v3 on its Redis store, one rlbench-gopeers
+	// process per instance, all sharing the scenario's Redis.
+	PeerUlule Peer = "ulule_limiter"
+	// PeerGoLimiter is sethvargo/go-limiter's memorystore (Tokens reset
+	// every Interval counted from a key's first request), one
+	// rlbench-gopeers process per instance with its own buckets.
+	PeerGoLimiter Peer = "go_limiter"
 )
 
 // Peers lists every peer.
-var Peers = []Peer{PeerRedisRate, PeerNginx, PeerExpress}
+var Peers = []Peer{PeerRedisRate, PeerNginx, PeerExpress, PeerHAProxy, PeerFlaskLimiter,
+	PeerRateLimiterFlexible, PeerFastify, PeerHTTPRate, PeerUlule, PeerGoLimiter}
 
 // UsesRedis reports whether the peer keeps its state in the scenario's Redis.
-func (p Peer) UsesRedis() bool { return p == PeerRedisRate || p == PeerExpress }
+func (p Peer) UsesRedis() bool {
+	switch p {
+	case PeerRedisRate, PeerExpress, PeerFlaskLimiter, PeerRateLimiterFlexible, PeerFastify, PeerUlule:
+		return true
+	}
+	return false
+}
+
+// TakesStoreFaults reports whether the peer may be drilled with faults of
+// its Redis (redis_kill, redis_pause and the faults of the link to it),
+// its documented failure behaviour declared in target.failure_mode.
+func (p Peer) TakesStoreFaults() bool {
+	switch p {
+	case PeerFlaskLimiter, PeerRateLimiterFlexible, PeerFastify, PeerUlule:
+		return true
+	}
+	return false
+}
 
 // CheckPolicy reports why the peer cannot enforce l exactly as claimed, or
 // nil when it can: redis_rate takes a whole number of requests per period
@@ -63,6 +108,41 @@ func (p Peer) CheckPolicy(l limiter.Limit) error {
 		}
 		if !whole || l.Period%time.Millisecond != 0 {
 			return fmt.Errorf("express-rate-limit takes a whole limit per whole milliseconds; %s cannot be written so", l.Spec())
+		}
+	case PeerHAProxy, PeerHTTPRate:
+		if l.Algorithm != limiter.SlidingWindowCounter {
+			return fmt.Errorf("%s counts requests over a sliding period from two consecutive counters; claim sliding_window_counter, not %s", p, l.Algorithm)
+		}
+		if !whole || l.Period%time.Millisecond != 0 {
+			return fmt.Errorf("%s takes a whole limit per whole milliseconds; %s cannot be written so", p, l.Spec())
+		}
+	case PeerFlaskLimiter:
+		if l.Algorithm != limiter.FixedWindow && l.Algorithm != limiter.SlidingWindowLog {
+			return fmt.Errorf("flask_limiter runs fixed-window or moving-window; claim fixed_window or sliding_window_log, not %s", l.Algorithm)
+		}
+		if !whole || l.Period%time.Second != 0 {
+			return fmt.Errorf("flask_limiter takes a whole limit per whole seconds (\"N per S second\"); %s cannot be written so", l.Spec())
+		}
+	case PeerRateLimiterFlexible, PeerUlule:
+		if l.Algorithm != limiter.FixedWindow {
+			return fmt.Errorf("%s counts points per duration; claim fixed_window, not %s", p, l.Algorithm)
+		}
+		if !whole || l.Period%time.Second != 0 {
+			return fmt.Errorf("%s takes a whole limit per whole seconds; %s cannot be written so", p, l.Spec())
+		}
+	case PeerFastify:
+		if l.Algorithm != limiter.FixedWindow {
+			return fmt.Errorf("@fastify/rate-limit counts requests per timeWindow; claim fixed_window, not %s", l.Algorithm)
+		}
+		if !whole || l.Period%time.Millisecond != 0 {
+			return fmt.Errorf("@fastify/rate-limit takes a whole max per whole milliseconds; %s cannot be written so", l.Spec())
+		}
+	case PeerGoLimiter:
+		if l.Algorithm != limiter.FixedWindow {
+			return fmt.Errorf("go-limiter's memorystore resets Tokens every Interval from a key's first request; claim fixed_window, not %s", l.Algorithm)
+		}
+		if !whole || l.Period%time.Millisecond != 0 {
+			return fmt.Errorf("go-limiter takes whole Tokens per whole milliseconds; %s cannot be written so", l.Spec())
 		}
 	}
 	return nil

@@ -89,8 +89,13 @@ func (v *validator) scenario(r *rawScenario) *Scenario {
 	}
 	s.Faults = v.faults(r.Faults, s.Target, timedLength(s.Phases))
 	if s.Target.Peer != "" {
-		if len(s.Faults) > 0 {
-			v.fail("faults", "faults act on the sample API and its store; a peer target takes none")
+		if len(s.Faults) > 0 && !s.Target.Peer.TakesStoreFaults() {
+			v.fail("faults", "faults act on the sample API and its store; peer %s takes none", s.Target.Peer)
+		}
+		for i, f := range s.Faults {
+			if f.Kind == FaultInstanceKill && s.Target.Peer.TakesStoreFaults() {
+				v.fail(fmt.Sprintf("faults[%d].kind", i), "peer %s is drilled through its Redis only; %s acts on the sample API", s.Target.Peer, f.Kind)
+			}
 		}
 		if s.Identities.Carry != APIKey || (s.Target.Peer == PeerRedisRate && s.Identities.Header != DefaultAPIKeyHeader) {
 			v.fail("identities.carry", "peer %s keys requests by an API key header (%s for redis_rate)", s.Target.Peer, DefaultAPIKeyHeader)
@@ -315,12 +320,21 @@ func (v *validator) peer(r *rawTarget, t *Target) {
 		v.fail("target.peer", "rlbench starts a peer; an external target is started by someone else")
 		return
 	}
-	for _, f := range []string{"store", "failure_mode", "store_timeout", "clock_skew"} {
+	own := []string{"store", "failure_mode", "store_timeout", "clock_skew"}
+	if t.Peer.TakesStoreFaults() {
+		// The failure mode the peer's documentation declares, and the
+		// timeout of its Redis client.
+		own = []string{"store", "clock_skew"}
+	}
+	for _, f := range own {
 		if v.has("target." + f) {
 			v.fail("target."+f, "configures the sample API; peer %s has its own", t.Peer)
 		}
 	}
-	t.Store, t.FailureMode, t.StoreTimeout = "", "", 0
+	if !t.Peer.TakesStoreFaults() {
+		t.FailureMode, t.StoreTimeout = "", 0
+	}
+	t.Store = ""
 	if t.Peer.UsesRedis() {
 		t.Store = StoreRedis
 	}

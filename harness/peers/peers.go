@@ -2,8 +2,12 @@
 // claims besides its own reference: go-redis/redis_rate behind a small HTTP
 // server of rlbench's (`rlbench serve --limiter redis_rate`, see
 // RedisRateHandler), NGINX limit_req in front of a trivial upstream
-// (StartNginx), and express-rate-limit on its Redis store in Node.js
-// (StartExpress). A peer that is not installed is reported with a
+// (StartNginx), express-rate-limit on its Redis store in Node.js
+// (StartExpress), HAProxy stick tables (StartHAProxy), Flask-Limiter
+// (StartFlaskLimiter), rate-limiter-flexible and @fastify/rate-limit
+// (StartNode), and go-chi/httprate, ulule/limiter and sethvargo/go-limiter
+// in rlbench-gopeers, a module of its own (StartGoPeer); Start picks the
+// one a scenario names. A peer that is not installed is reported with a
 // *NotInstalledError that says how to install it, so that a run can skip
 // the scenario rather than fail it.
 package peers

@@ -293,21 +293,13 @@ func (r *Runner) startTarget(ctx context.Context, sc *scenarios.Scenario, dir, r
 	if len(sc.Target.External) > 0 {
 		return nil, sc.Target.External, sc.Target.External, nil
 	}
-	if sc.Target.Peer == scenarios.PeerNginx {
-		n, err := peers.StartNginx(ctx, sc, dir)
+	if sc.Target.Peer != "" && sc.Target.Peer != scenarios.PeerRedisRate {
+		p, err := peers.Start(ctx, sc, dir, redisURL)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		*cleanups = append(*cleanups, n.Stop)
-		return nil, n.URLs(), n.Names(), nil
-	}
-	if sc.Target.Peer == scenarios.PeerExpress {
-		e, err := peers.StartExpress(ctx, sc, dir, redisURL)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		*cleanups = append(*cleanups, e.Stop)
-		return nil, e.URLs(), e.Names(), nil
+		*cleanups = append(*cleanups, p.Stop)
+		return nil, p.URLs(), p.Names(), nil
 	}
 	specs := make([]instances.Spec, sc.Target.Instances)
 	for i := range specs {
