@@ -132,7 +132,9 @@
 // unchanged: the instances rlbench starts get the Redis URL with only its
 // address replaced by the proxy's, and an external target's owner points
 // its limiter at redis.proxy (a rediss:// certificate must then name the
-// proxy's host, or the limiter's URL take skip_verify=true).
+// proxy's host, or the limiter's URL take skip_verify=true). A proxy fault
+// through which no connection came acted on nothing and fails the
+// fault-injected check.
 //
 // A command fault runs the user's inject and heal commands (sh -c, in the
 // scenario file's directory, each bounded by timeout, its process group

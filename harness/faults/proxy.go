@@ -11,9 +11,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
@@ -29,9 +31,10 @@ import (
 // carries bytes and nothing more: AUTH, SELECT and TLS pass through it
 // end to end. It is safe for concurrent use.
 type Proxy struct {
-	mu    sync.Mutex
-	proxy *toxiproxy.Proxy
-	names []string
+	mu       sync.Mutex
+	proxy    *toxiproxy.Proxy
+	names    []string
+	accepted atomic.Int64
 }
 
 // StartProxy starts a proxy listening on listen ("host:port"; empty means a
@@ -41,13 +44,28 @@ func StartProxy(listen, upstream string) (*Proxy, error) {
 	if listen == "" {
 		listen = "127.0.0.1:0"
 	}
-	server := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
-	p := toxiproxy.NewProxy(server, "redis", listen, upstream)
-	if err := p.Start(); err != nil {
+	out := &Proxy{}
+	// toxiproxy reports each connection it accepts in its log, and
+	// nowhere else: count them there.
+	logger := zerolog.New(io.Discard).Level(zerolog.InfoLevel).Hook(zerolog.HookFunc(func(_ *zerolog.Event, _ zerolog.Level, msg string) {
+		if msg == acceptedMsg {
+			out.accepted.Add(1)
+		}
+	}))
+	server := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), logger)
+	out.proxy = toxiproxy.NewProxy(server, "redis", listen, upstream)
+	if err := out.proxy.Start(); err != nil {
 		return nil, fmt.Errorf("start the Redis proxy on %s (to %s): %w", listen, upstream, err)
 	}
-	return &Proxy{proxy: p}, nil
+	return out, nil
 }
+
+// acceptedMsg is the message toxiproxy logs for each connection it accepts.
+const acceptedMsg = "Accepted client"
+
+// Accepted is the number of connections the proxy has accepted: 0 means
+// no limiter uses it, so its faults act on nothing.
+func (p *Proxy) Accepted() int64 { return p.accepted.Load() }
 
 // URLThrough returns the Redis URL rawURL (redis:// or rediss://) with its
 // address replaced by addr, the proxy's, and every other part kept: user,

@@ -145,6 +145,9 @@ func (s *Schedule) run(ctx context.Context, i int, f Fault) {
 	s.record(i, func(w *runrecord.FaultWindow) { w.HealNs = healSent })
 	healErr := s.heal(healCtx, i, f)
 	healed := s.now()
+	if healErr == nil && f.Kind.NeedsProxy() && s.env.Proxy.Accepted() == 0 {
+		healErr = fmt.Errorf("it acted on nothing: no client connected through the Redis proxy on %s; point the limiter at that address", s.env.Proxy.Addr())
+	}
 	s.record(i, func(w *runrecord.FaultWindow) {
 		w.ToNs = healed
 		if healErr != nil {
