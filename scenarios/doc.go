@@ -36,6 +36,10 @@
 //	redis:
 //	  provider: auto            # auto | process | docker | embedded | external | none
 //	  url: redis://host:6379/0  # only with external; never flushed
+//	  proxy: 127.0.0.1:16379    # rlbench's fault proxy listens here and forwards
+//	                            # to the Redis; point an external target's
+//	                            # limiter at it (default: a free loopback port,
+//	                            # for the instances rlbench starts)
 //	target:                     # instances or external, not both
 //	  instances: 3              # sample API processes rlbench starts (1 to 16)
 //	  external: [http://127.0.0.1:8080]  # or: an API rlbench does not start
@@ -44,8 +48,13 @@
 //	                            # (harness/peers)
 //	  spread: round_robin       # round_robin | random (seeded), over instances
 //	  store: redis              # redis | memory (instances only)
-//	  failure_mode: open        # open | closed | fallback (instances only)
-//	  store_timeout: 1s         # instances only; default 1s (drills: 50ms)
+//	  failure_mode: open        # open | closed | fallback; for external: what
+//	                            # its limiter declares (default: none declared)
+//	  store_timeout: 1s         # default 1s (drills: 50ms); for external: its
+//	                            # limiter's timeout on a Redis call (needed
+//	                            # with faults)
+//	  # with external and failure_mode: fallback, instances is the number of
+//	  # the API's instances sharing the budget (default: one per URL)
 //	  clock_skew:               # instances only: offset an instance's clock
 //	    - {instance: instance-2, offset: 1h}  # instance-1 .. instance-N
 //	  routes:
@@ -110,6 +119,14 @@
 //	  - {kind: redis_latency, latency: 200ms, at: 3s, duration: 2s}
 //	  - {kind: redis_blackhole, at: 3s, duration: 2s} # also redis_reset, redis_disconnect
 //	  - {kind: instance_kill, target: instance-2, at: 2s, duration: 2s}  # instance-1 .. instance-N
+//	  - kind: command           # the user's own commands, with sh -c in the
+//	    inject: docker kill redis  # scenario file's directory
+//	    heal: docker start redis   # optional; sent duration after inject returned
+//	    timeout: 10s            # each command; default 30s; its process
+//	                            # group is killed then
+//	    effect: loses_state     # unavailable | loses_state | none
+//	    at: 3s
+//	    duration: 2s
 //
 // # Requests and identities
 //
@@ -153,4 +170,46 @@
 // the window when that is shorter. A retry_after_probe uses identity
 // number count (one no other phase uses), sends until it is rejected, waits
 // exactly the Retry-After it was given and retries once.
+//
+// # Faults
+//
+// A fault's window starts when it is sent (before it acts, so that a
+// request cut off while it takes hold is inside it) and ends when its heal
+// returns; the declared failure mode is checked on the requests answered
+// while it was surely in effect, from its injection's return to its heal's
+// sending. redis_kill and redis_pause act on a Redis process rlbench runs
+// (process, docker); redis_latency, redis_blackhole, redis_reset and
+// redis_disconnect act on the limiter's link to Redis through rlbench's
+// proxy (package faults), which carries AUTH, SELECT and TLS through
+// unchanged: the instances rlbench starts get the Redis URL with only its
+// address replaced by the proxy's, and an external target's owner points
+// its limiter at redis.proxy (a rediss:// certificate must then name the
+// proxy's host, or the limiter's URL take skip_verify=true). A proxy fault
+// through which no connection came acted on nothing and fails the
+// fault-injected check.
+//
+// A command fault runs the user's inject and heal commands (sh -c, in the
+// scenario file's directory, each bounded by timeout, its process group
+// killed when the timeout or the run ends first); their output, exit code
+// and duration go into run.json and a file per fault,
+// fault-N-command.log, in the scenario's output directory. A command that
+// exits non-zero or times out fails the fault-injected check with its
+// output; a failed inject is healed at once. Its effect says what it does
+// to the limiter's store, which rlbench cannot see: unavailable (the
+// failure mode decides every request, as for redis_pause), loses_state
+// (also comes back empty, as for redis_kill) or none (only the latency
+// bound applies).
+//
+// An external target takes redis_latency, redis_blackhole, redis_reset,
+// redis_disconnect (with redis: {provider: external, url, proxy}), and
+// command faults, and must declare target.store_timeout with them:
+//
+//	redis: {provider: external, url: "redis://:PASSWORD@127.0.0.1:6379/2", proxy: 127.0.0.1:16379}
+//	target:
+//	  external: [http://127.0.0.1:8080]   # its limiter uses redis://:PASSWORD@127.0.0.1:16379/2
+//	  failure_mode: closed
+//	  store_timeout: 50ms
+//
+// rlbench cannot kill or pause an external Redis: a scenario that asks for
+// it is rejected, naming kind: command or a proxy fault instead.
 package scenarios

@@ -43,6 +43,10 @@ type rawFault struct {
 	Duration string `yaml:"duration"`
 	Target   string `yaml:"target"`
 	Latency  string `yaml:"latency"`
+	Inject   string `yaml:"inject"`
+	Heal     string `yaml:"heal"`
+	Timeout  string `yaml:"timeout"`
+	Effect   string `yaml:"effect"`
 }
 
 type rawSkew struct {
@@ -58,6 +62,7 @@ type rawFaultChecks struct {
 type rawRedis struct {
 	Provider string `yaml:"provider"`
 	URL      string `yaml:"url"`
+	Proxy    string `yaml:"proxy"`
 }
 
 type rawTarget struct {

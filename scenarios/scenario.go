@@ -37,8 +37,8 @@ type Scenario struct {
 type FaultKind string
 
 // Fault kinds. The Redis ones act on the server (kill, pause) or on the
-// instances' link to it through a TCP proxy (latency, blackhole, reset,
-// disconnect).
+// limiter's link to it through rlbench's TCP proxy (latency, blackhole,
+// reset, disconnect); a command fault runs the user's own commands.
 const (
 	// FaultRedisKill kills Redis (SIGKILL) and starts it again, empty, on
 	// the same port after Duration.
@@ -57,10 +57,39 @@ const (
 	// FaultInstanceKill kills the instance named Target (SIGKILL) and
 	// restarts it after Duration.
 	FaultInstanceKill FaultKind = "instance_kill"
+	// FaultCommand runs the user's Inject command and, Duration after it
+	// returned, the Heal command (each with `sh -c`, in the scenario
+	// file's directory, bounded by Timeout): faults rlbench cannot inject
+	// itself, such as `docker kill redis` / `docker start redis` for a
+	// Redis it does not run. Effect says what they do to the store.
+	FaultCommand FaultKind = "command"
 )
 
 // FaultKinds lists every fault kind.
-var FaultKinds = []FaultKind{FaultRedisKill, FaultRedisPause, FaultRedisLatency, FaultRedisBlackhole, FaultRedisReset, FaultRedisDisconnect, FaultInstanceKill}
+var FaultKinds = []FaultKind{FaultRedisKill, FaultRedisPause, FaultRedisLatency, FaultRedisBlackhole, FaultRedisReset, FaultRedisDisconnect, FaultInstanceKill, FaultCommand}
+
+// FaultEffect is what a command fault does to the limiter's store, which
+// rlbench cannot see for itself: it decides which fault checks apply.
+type FaultEffect string
+
+const (
+	// EffectUnavailable: the store cannot answer during the fault (stopped,
+	// paused, cut off), so the declared failure mode decides every request.
+	EffectUnavailable FaultEffect = "unavailable"
+	// EffectLosesState: the store is unavailable and comes back empty (a
+	// Redis without persistence restarted), as redis_kill does; the budget
+	// is checked apart before and after.
+	EffectLosesState FaultEffect = "loses_state"
+	// EffectNone: the store keeps answering; only the latency bound applies.
+	EffectNone FaultEffect = "none"
+)
+
+// FaultEffects lists every command fault effect.
+var FaultEffects = []FaultEffect{EffectUnavailable, EffectLosesState, EffectNone}
+
+// DefaultCommandTimeout bounds each command of a command fault when the
+// file gives no timeout.
+const DefaultCommandTimeout = 30 * time.Second
 
 // NeedsProxy reports whether k acts on the link to Redis, so that the
 // instances must reach Redis through rlbench's proxy.
@@ -78,6 +107,14 @@ type Fault struct {
 	Target string
 	// Latency is the delay of a FaultRedisLatency.
 	Latency time.Duration
+	// Inject and Heal are a FaultCommand's shell commands; Heal may be
+	// empty (the fault then ends Duration after Inject returned).
+	Inject, Heal string
+	// Timeout bounds each command of a FaultCommand; its process group is
+	// killed when it runs out.
+	Timeout time.Duration
+	// Effect is what a FaultCommand does to the store.
+	Effect FaultEffect
 }
 
 // InstanceName is the name of the sample API instance at index i (from 0)
@@ -115,8 +152,14 @@ type Redis struct {
 	// Provider is ProviderAuto when the file does not say.
 	Provider Provider
 	// URL is the redis:// URL of an external Redis; set only with
-	// ProviderExternal.
+	// ProviderExternal. It may hold a password: print it redacted.
 	URL string
+	// Proxy, when set, is the "host:port" rlbench's fault proxy listens on,
+	// forwarding to the Redis: the address the limiter under test must use
+	// (an external target's, configured by the user), so that the proxy
+	// faults reach its link to Redis. Empty: a free loopback port, for the
+	// sample API instances only.
+	Proxy string
 }
 
 // Spread says how requests are spread over the target's instances.
@@ -176,10 +219,17 @@ type Target struct {
 	// Spread is RoundRobin when the file does not say.
 	Spread Spread
 	// Store, FailureMode and StoreTimeout configure the sample API
-	// instances; they are empty for an external target.
+	// instances. For an external target Store is empty, and FailureMode and
+	// StoreTimeout are what the user declares its limiter does (empty and 0
+	// when the file declares nothing).
 	Store        Store
 	FailureMode  FailureMode
 	StoreTimeout time.Duration
+	// ExternalInstances is, for an external target, the number of its
+	// instances sharing the budget (target.instances with external), among
+	// which a fallback splits it: len(External) when the file does not
+	// say; 0 for the sample API.
+	ExternalInstances int
 	// ClockSkew offsets the clock of named instances ("instance-2": one
 	// hour ahead); a limiter that decides on Redis TIME must ignore it.
 	ClockSkew map[string]time.Duration
@@ -213,6 +263,16 @@ func (t Target) Algorithms() []limiter.Algorithm {
 func (t Target) NumInstances() int {
 	if len(t.External) > 0 {
 		return len(t.External)
+	}
+	return t.Instances
+}
+
+// SharingInstances is the number of instances that share the budget, each
+// held to its 1/SharingInstances share by a fallback: Instances, or
+// ExternalInstances for an external target.
+func (t Target) SharingInstances() int {
+	if len(t.External) > 0 {
+		return t.ExternalInstances
 	}
 	return t.Instances
 }

@@ -87,7 +87,7 @@ func (v *validator) scenario(r *rawScenario) *Scenario {
 	if d := timedLength(s.Phases); d > MaxTrafficTime {
 		v.fail("traffic", "the phases last %v, beyond the %v a scenario may run; split it", d, MaxTrafficTime)
 	}
-	s.Faults = v.faults(r.Faults, s.Target, timedLength(s.Phases))
+	s.Faults = v.faults(r.Faults, s.Target, s.Redis, timedLength(s.Phases))
 	if s.Target.Peer != "" {
 		if len(s.Faults) > 0 && !s.Target.Peer.TakesStoreFaults() {
 			v.fail("faults", "faults act on the sample API and its store; peer %s takes none", s.Target.Peer)
@@ -126,59 +126,6 @@ func timedLength(phases []Phase) time.Duration {
 	return d
 }
 
-func (v *validator) faults(raw []rawFault, t Target, traffic time.Duration) []Fault {
-	var out []Fault
-	for i, r := range raw {
-		field := fmt.Sprintf("faults[%d]", i)
-		f := Fault{Kind: FaultKind(r.Kind), Target: r.Target}
-		if !slices.Contains(FaultKinds, f.Kind) {
-			v.fail(field+".kind", "unknown %q; use %s", r.Kind, joinStrings(FaultKinds))
-			continue
-		}
-		if len(t.External) > 0 {
-			v.fail(field, "faults act on the Redis and instances rlbench starts; an external target has none")
-			continue
-		}
-		if f.Kind != FaultInstanceKill && t.Store != StoreRedis {
-			v.fail(field+".kind", "%s needs the instances to use Redis (target.store: redis)", f.Kind)
-		}
-		if r.At == "" {
-			v.fail(field+".at", "missing; give the time after the traffic starts, such as 2s")
-		} else {
-			f.At = v.duration(field+".at", r.At, false)
-		}
-		if r.Duration == "" {
-			v.fail(field+".duration", "missing; give how long the fault lasts, such as 2s")
-		} else {
-			f.Duration = v.duration(field+".duration", r.Duration, true)
-		}
-		if f.At > MaxFaultTime || f.Duration > MaxFaultTime {
-			v.fail(field, "at and duration must each be at most %v", MaxFaultTime)
-		}
-		if r.At != "" && f.At >= traffic {
-			v.fail(field+".at", "%v is not before the end of the timed traffic (%v of constant, ramp and idle phases): the fault would never meet a request", f.At, traffic)
-		}
-		switch {
-		case f.Kind == FaultInstanceKill && r.Target == "":
-			v.fail(field+".target", "missing; name the instance to kill, such as instance-2")
-		case f.Kind == FaultInstanceKill && !validInstance(r.Target, t.Instances):
-			v.fail(field+".target", "%q is not one of instance-1 to instance-%d", r.Target, t.Instances)
-		case f.Kind != FaultInstanceKill && r.Target != "":
-			v.fail(field+".target", "only instance_kill takes a target")
-		}
-		switch {
-		case f.Kind == FaultRedisLatency && r.Latency == "":
-			v.fail(field+".latency", "missing; give the delay to add, such as 200ms")
-		case f.Kind == FaultRedisLatency:
-			f.Latency = v.duration(field+".latency", r.Latency, true)
-		case r.Latency != "":
-			v.fail(field+".latency", "only redis_latency takes a latency")
-		}
-		out = append(out, f)
-	}
-	return out
-}
-
 func validInstance(name string, n int) bool {
 	for i := range n {
 		if name == InstanceName(i) {
@@ -193,9 +140,9 @@ func (v *validator) target(r *rawTarget) Target {
 	switch {
 	case r.Instances == 0 && len(r.External) == 0:
 		v.fail("target", "give either instances (sample API processes to start) or external (URLs of a running API)")
-	case r.Instances != 0 && len(r.External) != 0:
-		v.fail("target.external", "give either instances or external, not both")
-	case r.Instances < 0 || r.Instances > MaxInstances:
+	case r.Instances != 0 && len(r.External) != 0 && r.FailureMode != string(FailFallback):
+		v.fail("target.instances", "with external, instances counts the external API's instances that share the budget, which only failure_mode: fallback uses; remove it, or give either instances or external")
+	case len(r.External) == 0 && (r.Instances < 0 || r.Instances > MaxInstances):
 		v.fail("target.instances", "%d: want 1 to %d", r.Instances, MaxInstances)
 	}
 	for i, u := range r.External {
@@ -215,11 +162,7 @@ func (v *validator) target(r *rawTarget) Target {
 		}
 	}
 	if len(r.External) > 0 {
-		for _, f := range []string{"store", "failure_mode", "store_timeout", "clock_skew"} {
-			if v.has("target." + f) {
-				v.fail("target."+f, "configures the sample API instances rlbench starts; an external target's store is its own")
-			}
-		}
+		v.externalTarget(r, &t)
 	} else {
 		t.Store, t.FailureMode, t.StoreTimeout = StoreRedis, FailOpen, DefaultStoreTimeout
 		if r.Store != "" {
@@ -375,9 +318,10 @@ func (v *validator) redis(r *rawRedis, t Target) Redis {
 	}
 	if r.URL != "" {
 		if u, err := url.Parse(r.URL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
-			v.fail("redis.url", "%q is not a redis:// or rediss:// URL", r.URL)
+			v.fail("redis.url", "%q is not a redis:// or rediss:// URL", RedactURL(r.URL))
 		}
 	}
+	out.Proxy = v.redisProxy(r, out.Provider)
 	return out
 }
 

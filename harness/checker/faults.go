@@ -137,8 +137,14 @@ func faultLatency(d *dataset, f *runrecord.Drill, w runrecord.FaultWindow, to in
 func failureMode(d *dataset, p Policy, f *runrecord.Drill, w runrecord.FaultWindow, to int64, scope string) Result {
 	res := Result{Name: CheckFailureMode, Scope: scope + " " + string(f.Mode), Unit: "requests", Verdict: Pass}
 	var inside, bad []int32
+	// Only while the fault was surely in effect: a request answered as the
+	// injection or the heal was under way may have met the healthy store.
+	from, until := w.InEffect()
+	if until == 0 {
+		until = to
+	}
 	for i := range d.reqs {
-		if q := &d.reqs[i]; d.affects(q, w) && q.sent >= w.FromNs && q.recv <= to {
+		if q := &d.reqs[i]; d.affects(q, w) && q.sent >= from && q.recv <= until {
 			inside = append(inside, int32(i))
 		}
 	}

@@ -54,7 +54,7 @@ func roundTrip(addr string, wait time.Duration) (time.Duration, error) {
 
 func startProxy(t *testing.T) *Proxy {
 	t.Helper()
-	p, err := StartProxy(echoServer(t))
+	p, err := StartProxy("", echoServer(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +36,9 @@ type Env struct {
 	Redis     Redis
 	Proxy     *Proxy
 	Instances map[string]Instance
+	// Dir is the directory command faults run in: the scenario file's.
+	// Empty means the current directory.
+	Dir string
 }
 
 // ErrNotAvailable is returned by Validate when a fault needs something the
@@ -49,9 +54,17 @@ func Validate(faults []Fault, env Env) error {
 		case f.Kind.NeedsProxy() && env.Proxy == nil:
 			return fmt.Errorf("fault %d (%s): %w: no proxy in front of Redis", i+1, f.Kind, ErrNotAvailable)
 		case (f.Kind == scenarios.FaultRedisKill || f.Kind == scenarios.FaultRedisPause) && env.Redis == nil:
-			return fmt.Errorf("fault %d (%s): %w: this Redis provider cannot be killed or paused", i+1, f.Kind, ErrNotAvailable)
+			return fmt.Errorf("fault %d (%s): %w: this Redis provider cannot be killed or paused; use kind: command, or a proxy fault", i+1, f.Kind, ErrNotAvailable)
 		case f.Kind == scenarios.FaultInstanceKill && env.Instances[f.Target] == nil:
 			return fmt.Errorf("fault %d (%s): %w: no instance named %q", i+1, f.Kind, ErrNotAvailable, f.Target)
+		case f.Kind == scenarios.FaultCommand && strings.TrimSpace(f.Inject) == "":
+			return fmt.Errorf("fault %d (%s): no inject command", i+1, f.Kind)
+		case f.Kind == scenarios.FaultCommand && f.Timeout <= 0:
+			return fmt.Errorf("fault %d (%s): timeout %v is not positive", i+1, f.Kind, f.Timeout)
+		case f.Kind == scenarios.FaultCommand:
+			if _, err := exec.LookPath("sh"); err != nil {
+				return fmt.Errorf("fault %d (%s): %w: no shell to run its commands: %v", i+1, f.Kind, ErrNotAvailable, err)
+			}
 		}
 	}
 	return nil
@@ -62,10 +75,17 @@ func Validate(faults []Fault, env Env) error {
 // heals what is still active and returns at once.
 //
 // The windows are the faults as they happened, one per fault in order
-// (runrecord.FaultWindow: kind, target and schedule, when each was injected
-// and healed in ns since start, FromNs 0 when never injected and ToNs 0
-// when never healed, and what went wrong). What a fault means for the
-// checks (store unavailable, state lost) is for the caller to fill in.
+// (runrecord.FaultWindow: kind, target and schedule; in ns since start,
+// when each injection was sent and returned and when each heal was sent
+// and returned, FromNs 0 when never injected and ToNs 0 when never healed;
+// a command fault's commands with their output; and what went wrong). A
+// start is stamped before acting, so that a request cut off while the
+// fault takes hold is inside its window. What a fault means for the checks
+// (store unavailable, state lost) is for the caller to fill in.
+//
+// A fault is healed Duration after its injection returned. A command fault
+// whose injection failed is healed at once, since it may have done part of
+// its work; rlbench's own faults are not healed after a failed injection.
 type Schedule struct {
 	start   time.Time
 	env     Env
@@ -87,34 +107,57 @@ func Start(ctx context.Context, start time.Time, faults []Fault, env Env) *Sched
 	return s
 }
 
+// healTimeout bounds the heal of rlbench's own faults (a Redis restart
+// waits for the server to answer); a command's own timeout bounds its heal.
+const healTimeout = 30 * time.Second
+
 func (s *Schedule) run(ctx context.Context, i int, f Fault) {
 	defer s.wg.Done()
 	if !sleepUntil(ctx, s.start.Add(f.At)) {
 		return
 	}
-	injectErr := s.inject(ctx, f)
+	// Stamped before acting: a request cut off between this instant and
+	// the fault taking hold belongs to the fault.
+	sent := s.now()
+	s.record(i, func(w *runrecord.FaultWindow) { w.FromNs = sent })
+	injectErr := s.inject(ctx, i, f)
 	injected := time.Now()
 	s.record(i, func(w *runrecord.FaultWindow) {
-		w.FromNs = injected.Sub(s.start).Nanoseconds()
+		w.InjectedNs = injected.Sub(s.start).Nanoseconds()
 		if injectErr != nil {
 			w.Err = injectErr.Error()
 		}
 	})
-	if injectErr != nil {
+	if injectErr != nil && f.Kind != scenarios.FaultCommand {
 		return
 	}
-	sleepUntil(ctx, injected.Add(f.Duration))
+	if injectErr == nil {
+		sleepUntil(ctx, injected.Add(f.Duration))
+	}
 	// Heal even when ctx ended: nothing may be left broken.
-	healCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	healErr := s.heal(healCtx, f)
+	healCtx := context.WithoutCancel(ctx)
+	if f.Kind != scenarios.FaultCommand {
+		var cancel context.CancelFunc
+		healCtx, cancel = context.WithTimeout(healCtx, healTimeout)
+		defer cancel()
+	}
+	healSent := s.now()
+	s.record(i, func(w *runrecord.FaultWindow) { w.HealNs = healSent })
+	healErr := s.heal(healCtx, i, f)
+	healed := s.now()
+	if healErr == nil && f.Kind.NeedsProxy() && s.env.Proxy.Accepted() == 0 {
+		healErr = fmt.Errorf("it acted on nothing: no client connected through the Redis proxy on %s; point the limiter at that address", s.env.Proxy.Addr())
+	}
 	s.record(i, func(w *runrecord.FaultWindow) {
-		w.ToNs = time.Since(s.start).Nanoseconds()
+		w.ToNs = healed
 		if healErr != nil {
-			w.Err = healErr.Error()
+			w.Err = strings.TrimPrefix(w.Err+"; "+healErr.Error(), "; ")
 		}
 	})
 }
+
+// now is the time since the schedule's start, in ns.
+func (s *Schedule) now() int64 { return time.Since(s.start).Nanoseconds() }
 
 func (s *Schedule) record(i int, f func(*runrecord.FaultWindow)) {
 	s.mu.Lock()
@@ -122,8 +165,12 @@ func (s *Schedule) record(i int, f func(*runrecord.FaultWindow)) {
 	f(&s.windows[i])
 }
 
-func (s *Schedule) inject(ctx context.Context, f Fault) error {
+func (s *Schedule) inject(ctx context.Context, i int, f Fault) error {
 	switch f.Kind {
+	case scenarios.FaultCommand:
+		run := runCommand(ctx, f.Inject, s.env.Dir, f.Timeout, s.start)
+		s.record(i, func(w *runrecord.FaultWindow) { w.Inject = run })
+		return commandError("inject", run)
 	case scenarios.FaultRedisKill:
 		return s.env.Redis.Kill()
 	case scenarios.FaultRedisPause:
@@ -143,8 +190,15 @@ func (s *Schedule) inject(ctx context.Context, f Fault) error {
 	return fmt.Errorf("unknown fault kind %q", f.Kind)
 }
 
-func (s *Schedule) heal(ctx context.Context, f Fault) error {
+func (s *Schedule) heal(ctx context.Context, i int, f Fault) error {
 	switch f.Kind {
+	case scenarios.FaultCommand:
+		if f.Heal == "" {
+			return nil
+		}
+		run := runCommand(ctx, f.Heal, s.env.Dir, f.Timeout, s.start)
+		s.record(i, func(w *runrecord.FaultWindow) { w.Heal = run })
+		return commandError("heal", run)
 	case scenarios.FaultRedisKill:
 		return s.env.Redis.Restart(ctx)
 	case scenarios.FaultRedisPause:

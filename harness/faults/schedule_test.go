@@ -51,6 +51,9 @@ func TestScheduleInjectsAndHeals(t *testing.T) {
 	if err := Validate(faults, env); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := roundTrip(p.Addr(), 5*time.Second); err != nil { // a client of the proxy, as a limiter is
+		t.Fatal(err)
+	}
 	ws := Start(context.Background(), time.Now(), faults, env).Wait()
 	if got, want := redis.Calls(), "kill,restart,pause,resume"; got != want {
 		t.Fatalf("redis calls %q, want %q", got, want)
@@ -92,6 +95,26 @@ func TestScheduleRecordsFailures(t *testing.T) {
 	ws := Start(context.Background(), time.Now(), []Fault{{Kind: scenarios.FaultRedisKill, Duration: time.Millisecond}}, Env{Redis: redis}).Wait()
 	if !strings.Contains(ws[0].Err, "restart failed") {
 		t.Fatalf("window %+v: want the failed restart recorded", ws[0])
+	}
+}
+
+// TestProxyFaultOnNothing: a proxy fault through which no client ever
+// connected (a limiter not pointed at the proxy) acted on nothing, and
+// says so.
+func TestProxyFaultOnNothing(t *testing.T) {
+	p := startProxy(t)
+	ws := Start(context.Background(), time.Now(), []Fault{{Kind: scenarios.FaultRedisBlackhole, Duration: time.Millisecond}}, Env{Proxy: p}).Wait()
+	if want := "no client connected through the Redis proxy on " + p.Addr(); !strings.Contains(ws[0].Err, want) {
+		t.Fatalf("window %+v: want an error containing %q", ws[0], want)
+	}
+	if got := p.Accepted(); got != 0 {
+		t.Fatalf("Accepted = %d, want 0", got)
+	}
+	if _, err := roundTrip(p.Addr(), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Accepted(); got != 1 {
+		t.Fatalf("Accepted after one connection = %d, want 1", got)
 	}
 }
 

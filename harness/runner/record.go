@@ -53,7 +53,7 @@ func drill(sc *scenarios.Scenario, windows []runrecord.FaultWindow) *runrecord.D
 		return nil
 	}
 	d := &runrecord.Drill{
-		Mode: sc.Target.FailureMode, Instances: sc.Target.Instances, Timeout: sc.Target.StoreTimeout,
+		Mode: sc.Target.FailureMode, Instances: sc.Target.SharingInstances(), Timeout: sc.Target.StoreTimeout,
 		Slack: sc.Checks.Faults.Slack, Recovery: sc.Checks.Faults.Recovery,
 	}
 	for _, w := range windows {
@@ -65,10 +65,12 @@ func drill(sc *scenarios.Scenario, windows []runrecord.FaultWindow) *runrecord.D
 }
 
 // classify completes the window of fault f as the schedule recorded it
-// with what the fault means for the checks, given the store timeout.
+// with what the fault means for the checks, given the store timeout: a
+// command fault means what its declared effect says, exactly as the same
+// effect of rlbench's own faults does.
 func classify(w runrecord.FaultWindow, f scenarios.Fault, timeout time.Duration) runrecord.FaultWindow {
 	w.Unavailable = storeUnavailable(f, timeout)
-	w.LosesState = f.Kind == scenarios.FaultRedisKill
+	w.LosesState = f.Kind == scenarios.FaultRedisKill || (f.Kind == scenarios.FaultCommand && f.Effect == scenarios.EffectLosesState)
 	w.Instance = f.Target
 	return w
 }
@@ -81,6 +83,8 @@ func storeUnavailable(f scenarios.Fault, timeout time.Duration) bool {
 		return false
 	case scenarios.FaultRedisLatency:
 		return f.Latency >= timeout
+	case scenarios.FaultCommand:
+		return f.Effect == scenarios.EffectUnavailable || f.Effect == scenarios.EffectLosesState
 	}
 	return true
 }

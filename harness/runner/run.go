@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -156,21 +157,26 @@ func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (*Outcome, err
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
-	env := faults.Env{}
+	env := faults.Env{Dir: commandDir(sc)}
 	redisURL := ""
 	if red != nil {
 		redisURL = red.URL()
 		env.Redis, _ = red.(faults.Redis)
 		if needsProxy(sc) {
-			// Instances reach Redis through the proxy, so their link to it
-			// can be degraded without touching Redis itself.
-			p, err := faults.StartProxy(red.Addr())
+			// The limiter reaches Redis through the proxy, so that its link
+			// to it can be degraded without touching Redis itself: the
+			// instances by the URL below, an external target because its
+			// owner pointed it at redis.proxy.
+			p, err := faults.StartProxy(sc.Redis.Proxy, red.Addr())
 			if err != nil {
 				return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 			}
 			cleanups = append(cleanups, p.Close)
 			env.Proxy = p
-			redisURL = "redis://" + p.Addr()
+			if redisURL, err = faults.URLThrough(red.URL(), p.Addr()); err != nil {
+				return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+			}
+			r.logf("%s: Redis proxy on %s, forwarding to %s", sc.Name, p.Addr(), scenarios.RedactURL(red.URL()))
 		}
 	}
 
@@ -196,8 +202,12 @@ func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (*Outcome, err
 		}
 	}
 
-	if err := r.fire(ctx, sc, filepath.Join(r.opts.OutDir, out.HistoryPath), urls, names, env, out); err != nil {
-		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	fireErr := r.fire(ctx, sc, filepath.Join(r.opts.OutDir, out.HistoryPath), urls, names, env, out)
+	if err := writeCommandLogs(r.opts.OutDir, sc, out.Faults); err != nil {
+		fireErr = errors.Join(fireErr, err)
+	}
+	if fireErr != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, fireErr)
 	}
 	if r.opts.ScanKeys && rdb != nil {
 		if out.KeyScan, err = scanKeys(ctx, rdb, out.Start); err != nil {
@@ -229,9 +239,42 @@ func scanKeys(ctx context.Context, rdb *redis.Client, start time.Time) (*runreco
 	return &runrecord.KeyScan{AtNs: at.Nanoseconds(), WithoutTTL: len(keys), Examples: keys[:min(len(keys), runrecord.MaxKeyExamples)]}, nil
 }
 
-// needsProxy reports whether a fault of sc acts on the link to Redis.
+// needsProxy reports whether the limiter of sc reaches Redis through
+// rlbench's proxy: the scenario names the proxy's address (the one an
+// external target is pointed at), or a fault acts on the link to Redis.
 func needsProxy(sc *scenarios.Scenario) bool {
-	return slices.ContainsFunc(sc.Faults, func(f scenarios.Fault) bool { return f.Kind.NeedsProxy() })
+	return sc.Redis.Proxy != "" || slices.ContainsFunc(sc.Faults, func(f scenarios.Fault) bool { return f.Kind.NeedsProxy() })
+}
+
+// commandDir is the directory the command faults of sc run in: its file's,
+// or the current directory for a shipped scenario.
+func commandDir(sc *scenarios.Scenario) string {
+	if sc.Source == "" || strings.HasPrefix(sc.Source, "embedded:") {
+		return ""
+	}
+	dir, err := filepath.Abs(filepath.Dir(sc.Source))
+	if err != nil {
+		return filepath.Dir(sc.Source)
+	}
+	return dir
+}
+
+// redacted returns err with rawURL's password masked wherever the message
+// quotes it, as a driver's error may.
+func redacted(err error, rawURL string) error {
+	if err == nil || rawURL == "" {
+		return err
+	}
+	msg := strings.ReplaceAll(err.Error(), rawURL, scenarios.RedactURL(rawURL))
+	if u, perr := url.Parse(rawURL); perr == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		}
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return errors.New(msg)
 }
 
 // provision makes the scenario's Redis available; it returns no Redis for
@@ -246,12 +289,12 @@ func (r *Runner) provision(ctx context.Context, sc *scenarios.Scenario, out *Out
 	}
 	red, err := provider.Start(ctx, kind, provider.Options{URL: url, Algorithms: algorithms(sc), Logf: r.logf})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, redacted(err, url)
 	}
 	*cleanups = append(*cleanups, func() { red.Close() })
 	opts, err := redis.ParseURL(red.URL())
 	if err != nil {
-		return nil, nil, fmt.Errorf("redis url %q: %w", red.URL(), err)
+		return nil, nil, redacted(fmt.Errorf("redis url %s: %w", scenarios.RedactURL(red.URL()), err), red.URL())
 	}
 	opts.DisableIdentity = true
 	rdb := redis.NewClient(opts)

@@ -99,8 +99,9 @@ type ScenarioRecord struct {
 	ClockOffset      time.Duration `json:"clock_offset_ns"`
 	ClockUncertainty time.Duration `json:"clock_uncertainty_ns"`
 	// FailureMode is what the target declared it does when its store fails;
-	// empty for a target that declares nothing (an external API). A
-	// fail-closed target's 503s are expected statuses.
+	// empty for a target that declares nothing (an external API without
+	// target.failure_mode). A fail-closed target's 503s are expected
+	// statuses.
 	FailureMode FailureMode `json:"failure_mode,omitempty"`
 	// Routes lists the scenario's routes with their limits (limiter.Limit.Spec form).
 	Routes []RouteRecord `json:"routes"`
@@ -175,10 +176,27 @@ type FaultWindow struct {
 	// started, healed Duration after it took effect.
 	At       time.Duration `json:"at_ns,omitempty"`
 	Duration time.Duration `json:"duration_ns,omitempty"`
-	FromNs   int64         `json:"from_ns"`
-	ToNs     int64         `json:"to_ns"`
-	// Err is what went wrong injecting or healing the fault, if anything.
+	// FromNs is when the injection was sent (stamped before acting, so a
+	// request cut off while the fault took hold falls inside the window)
+	// and ToNs when the heal returned.
+	FromNs int64 `json:"from_ns"`
+	ToNs   int64 `json:"to_ns"`
+	// InjectedNs is when the injection returned and HealNs when the heal
+	// was sent: between them the fault was surely in effect, so the
+	// declared failure mode must decide every request answered then. Zero
+	// in records written before they were recorded (FromNs and ToNs then
+	// stand in; see InEffect).
+	InjectedNs int64 `json:"injected_ns,omitempty"`
+	HealNs     int64 `json:"heal_ns,omitempty"`
+	// Err is what went wrong injecting or healing the fault, if anything;
+	// for a command fault it quotes the failing command's output.
 	Err string `json:"error,omitempty"`
+	// Inject and Heal are a command fault's commands as they ran (nil for
+	// rlbench's own faults, and Heal for a command fault without one), and
+	// Log the file, relative to the run directory, that holds their output.
+	Inject *CommandRun `json:"inject,omitempty"`
+	Heal   *CommandRun `json:"heal,omitempty"`
+	Log    string      `json:"log,omitempty"`
 	// Unavailable says the limiter's store could not answer in time during
 	// the fault (it was dead, paused, cut off or slower than the timeout),
 	// so the declared failure mode must decide every request.
@@ -190,6 +208,53 @@ type FaultWindow struct {
 	// instance (a killed instance); the others are checked as usual.
 	Instance string `json:"instance,omitempty"`
 }
+
+// InEffect returns the part of the window in which the fault was surely in
+// effect, in ns since the scenario's start: from InjectedNs to HealNs, or
+// FromNs and ToNs where those are missing. to is 0 when the fault was never
+// healed (it lasted to the end of the history).
+func (w FaultWindow) InEffect() (from, to int64) {
+	from, to = w.FromNs, w.ToNs
+	if w.InjectedNs > 0 {
+		from = w.InjectedNs
+	}
+	if w.HealNs > 0 {
+		to = w.HealNs
+	}
+	return from, to
+}
+
+// CommandRun is one run of a command fault's inject or heal command: the
+// command as the scenario gives it (run with `sh -c` in Dir), when it was
+// started in ns since the scenario's start, how long it took, how it ended
+// and what it printed (at most MaxCommandOutput bytes of each stream, the
+// rest cut, with Truncated set).
+type CommandRun struct {
+	Command  string        `json:"command"`
+	Dir      string        `json:"dir"`
+	StartNs  int64         `json:"start_ns"`
+	Duration time.Duration `json:"duration_ns"`
+	// ExitCode is the command's exit status; -1 when it did not exit by
+	// itself (killed at its timeout or when the run was cancelled) or
+	// could not be started.
+	ExitCode int `json:"exit_code"`
+	// TimedOut says the command outlived its timeout and its process group
+	// was killed.
+	TimedOut bool `json:"timed_out,omitempty"`
+	// Err says why the command failed when the exit code alone does not:
+	// it could not start, it timed out, the run was cancelled.
+	Err       string `json:"error,omitempty"`
+	Stdout    string `json:"stdout"`
+	Stderr    string `json:"stderr"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// Failed reports whether the command did not end with exit status 0.
+func (c *CommandRun) Failed() bool { return c.ExitCode != 0 || c.Err != "" }
+
+// MaxCommandOutput is the most bytes of each output stream a CommandRun
+// keeps.
+const MaxCommandOutput = 64 << 10
 
 // CheckSettings are the bounds a scenario set for the checks on the run
 // itself rather than on the limiter's decisions.
