@@ -93,7 +93,7 @@ func (b *bucketModel) budget(c *limitCheck, g []int32, withUnknown bool) finding
 		}
 	}
 	sc.a = A
-	f := b.tightest(c, A, b.lim.Burst, false)
+	f := b.tightest(c, A, b.lim.Burst, false, c.r.res)
 	f.group, f.unknowns = g, withUnknown
 	return f
 }
@@ -102,10 +102,11 @@ func (b *bucketModel) budget(c *limitCheck, g []int32, withUnknown bool) finding
 // [a, b] (a a sent time, b an end: a received time, or with answered the
 // time the response arrived) maximising S·T − (b − a), S the cost of the
 // requests with sent >= a and end <= b, and holds it to burst units plus
-// the refill over b − a + res. A sweep over ends adds each request's cost
-// to every candidate a <= its sent time in a segment tree holding
-// a + S(a)·T, and asks for the maximum over a <= b: O(n log n).
-func (b *bucketModel) tightest(c *limitCheck, A []int32, burst int64, answered bool) finding {
+// the refill over b − a + res (res ns, the clock's resolution). A sweep over
+// ends adds each request's cost to every candidate a <= its sent time in a
+// segment tree holding a + S(a)·T, and asks for the maximum over a <= b:
+// O(n log n).
+func (b *bucketModel) tightest(c *limitCheck, A []int32, burst int64, answered bool, res int64) finding {
 	reqs, sc := c.r.d.reqs, &c.r.sc
 	if len(A) == 0 {
 		return finding{}
@@ -117,7 +118,6 @@ func (b *bucketModel) tightest(c *limitCheck, A []int32, burst int64, answered b
 		return q.recv
 	}
 	T := b.tFast(costOf(reqs, A))
-	res := c.r.res
 	sc.vals = distinctSent(reqs, A, sc.vals)
 	vals := sc.vals
 	sc.tree.reset(vals)

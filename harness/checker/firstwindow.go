@@ -8,7 +8,7 @@ import (
 )
 
 // firstWindowModel is the fixed window whose windows start at each key's
-// first request (Limit.Start FirstRequestStart): the INCR-then-EXPIRE
+// first request (Limit.Start StartFirst): the INCR-then-EXPIRE
 // pattern of rate-limit-redis (express-rate-limit), ulule/limiter and
 // rate-limiter-flexible. A key's first request opens a window of W and is
 // its anchor; every request decided before the window expires counts in
@@ -28,7 +28,7 @@ type firstWindowModel struct{ windowBase }
 
 func (*firstWindowModel) boundaryBurst() bool { return true }
 
-func (*firstWindowModel) note() string { return ", windows from each key's first request" }
+func (*firstWindowModel) note() string { return "" } // Limit.String names the windows' start
 
 // anchorWindow is the range of the m-th anchor, [lo, hi] ns; hi is
 // math.MaxInt64 when no request surely came after the previous window

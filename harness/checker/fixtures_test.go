@@ -157,9 +157,9 @@ func TestQueueDelay(t *testing.T) {
 		bound    float64
 		proof    []uint64
 	}{
-		{name: "answered at once", answers: []float64{0.2, 0.5, 1}, want: Fail, unit: "units", observed: 3, bound: 1.001001, proof: []uint64{1, 2, 3}},
+		{name: "answered at once", answers: []float64{0.2, 0.5, 1}, want: Fail, unit: "units", observed: 3, bound: 1.002, proof: []uint64{1, 2, 3}},
 		{name: "answered at their slots", answers: []float64{0.5, 1000.5, 2000.5}, want: Pass, unit: "units"},
-		{name: "second one early", answers: []float64{0.5, 900, 2000.5}, want: Fail, unit: "units", observed: 2, bound: 1.900001, proof: []uint64{1, 2}},
+		{name: "second one early", answers: []float64{0.5, 900, 2000.5}, want: Fail, unit: "units", observed: 2, bound: 1.901, proof: []uint64{1, 2}},
 		// Decided at 0.1 ms, the third's slot is at 2 s at the latest: an
 		// answer at 2.5 s is 500 ms late, beyond the 100 ms slack.
 		{name: "answered late", answers: []float64{0.5, 1000.5, 2500}, decided: 0.1, want: Fail, unit: "ms", observed: 499.898, bound: 100, proof: []uint64{3}},

@@ -61,7 +61,7 @@ func fuzzHistory(t *testing.T, data []byte) (Policy, []byte, bool) {
 	if alg.window() {
 		lim.Burst = int64(lim.Rate)
 		if alg == FixedWindow && in.pick(2) == 1 {
-			lim.Start = FirstRequestStart
+			lim.Start = StartFirst
 		}
 	} else {
 		lim.Burst = int64(1 + in.pick(12))

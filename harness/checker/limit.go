@@ -26,12 +26,14 @@ const (
 	// 4.0, §4.4.2), which admits what a token bucket of the same rate and
 	// burst admits.
 	GCRA Algorithm = "gcra"
-	// LeakyBucket: the leaky bucket, checked as a meter of Rate per Period
-	// with Burst units of room (a queue that delays admits no more).
+	// LeakyBucket: the leaky bucket as a queue (NGINX limit_req without
+	// nodelay): it admits what the GCRA of the same rate and burst admits,
+	// and holds each admitted request until its slot, Rate per Period. The
+	// leaky bucket as a meter (nodelay) is the GCRA.
 	LeakyBucket Algorithm = "leaky_bucket"
 	// FixedWindow: at most Rate units per window of length Period, windows
 	// aligned on the limiter's clock (at multiples of Period since the Unix
-	// epoch).
+	// epoch), or with Start StartFirst from each key's first request.
 	FixedWindow Algorithm = "fixed_window"
 	// SlidingWindowLog: at most Rate units in any window of length Period.
 	SlidingWindowLog Algorithm = "sliding_window_log"
@@ -42,18 +44,18 @@ const (
 )
 
 // WindowStart says where a fixed window's windows begin. The zero value,
-// AlignedStart, is the policy syntax's default.
+// StartAligned, is the policy syntax's default.
 type WindowStart string
 
 const (
-	// AlignedStart: windows start at multiples of Period since the Unix
+	// StartAligned: windows start at multiples of Period since the Unix
 	// epoch on the limiter's clock, the same for every key.
-	AlignedStart WindowStart = ""
-	// FirstRequestStart: a key's window starts at its first request and
+	StartAligned WindowStart = ""
+	// StartFirst: a key's window starts at its first request and
 	// lasts Period; the first request after it expired starts the next
 	// (INCR then EXPIRE: rate-limit-redis, ulule/limiter,
 	// rate-limiter-flexible). Written "start=first".
-	FirstRequestStart WindowStart = "first"
+	StartFirst WindowStart = "first"
 )
 
 // algorithms lists the algorithms the policy syntax knows, in the order
@@ -122,7 +124,7 @@ func (l Limit) String() string {
 	per := perString(l.Period)
 	alg := strings.ReplaceAll(string(l.Algorithm), "_", " ")
 	switch {
-	case l.Start == FirstRequestStart:
+	case l.Start == StartFirst:
 		return fmt.Sprintf("%s req/%s (%s from first request)", rate, per, alg)
 	case l.Algorithm.window():
 		return fmt.Sprintf("%s req/%s (%s)", rate, per, alg)
@@ -166,9 +168,9 @@ func (l Limit) Validate() error {
 		return bad("algorithm", "unknown %q; use one of %s", string(l.Algorithm), algorithmNames())
 	case strings.ContainsAny(l.Name, "{}: \t\r\n"):
 		return bad("name", "%q may not contain braces, colons or spaces", l.Name)
-	case l.Start != AlignedStart && l.Start != FirstRequestStart:
+	case l.Start != StartAligned && l.Start != StartFirst:
 		return bad("start", "unknown %q; use first, or leave it out for windows aligned on the clock", string(l.Start))
-	case l.Start == FirstRequestStart && l.Algorithm != FixedWindow:
+	case l.Start == StartFirst && l.Algorithm != FixedWindow:
 		return bad("start", "start=first applies to fixed_window only, not %s", l.Algorithm)
 	case l.Period < minPeriod:
 		return bad("period", "%v is shorter than the minimum %v", l.Period, minPeriod)
@@ -256,9 +258,9 @@ func ParseLimit(s string) (Limit, error) {
 			hasStart = true
 			switch val {
 			case "first":
-				l.Start = FirstRequestStart
+				l.Start = StartFirst
 			case "aligned":
-				l.Start = AlignedStart
+				l.Start = StartAligned
 			default:
 				return Limit{}, fmt.Errorf("%w: start %q in %q: use first (windows from each key's first request) or aligned", ErrInvalidPolicy, val, s)
 			}

@@ -161,8 +161,8 @@ var parseCases = []struct {
 	{"gcra:1/1s,name={tag}", nil},
 	{"gcra:1/1s,name=x,name=y", nil},
 	// Where a fixed window's windows start.
-	{"fixed_window:10/5s,start=first", &Limit{Algorithm: FixedWindow, Rate: 10, Period: 5 * time.Second, Burst: 10, Start: FirstRequestStart}},
-	{"fixed_window:10/5s,name=api,start=first", &Limit{Name: "api", Algorithm: FixedWindow, Rate: 10, Period: 5 * time.Second, Burst: 10, Start: FirstRequestStart}},
+	{"fixed_window:10/5s,start=first", &Limit{Algorithm: FixedWindow, Rate: 10, Period: 5 * time.Second, Burst: 10, Start: StartFirst}},
+	{"fixed_window:10/5s,name=api,start=first", &Limit{Name: "api", Algorithm: FixedWindow, Rate: 10, Period: 5 * time.Second, Burst: 10, Start: StartFirst}},
 	{"fixed_window:10/5s,start=aligned", &Limit{Algorithm: FixedWindow, Rate: 10, Period: 5 * time.Second, Burst: 10}},
 	{"fixed_window:10/5s,start=first,start=first", nil},
 	{"fixed_window:10/5s,start=last", nil},

@@ -58,7 +58,7 @@ func modelFor(l Limit, aligned bool) model {
 	case SlidingWindowLog:
 		return &slidingLogModel{w}
 	case FixedWindow:
-		if l.Start == FirstRequestStart {
+		if l.Start == StartFirst {
 			return &firstWindowModel{w}
 		}
 		if !aligned {

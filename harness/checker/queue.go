@@ -15,6 +15,12 @@ const CheckQueueDelay = "queue-delay"
 // DefaultQueueSlack is Policy.QueueSlack's default.
 const DefaultQueueSlack = 100 * time.Millisecond
 
+// queueTimerResolution is the least resolution the queue-delay check allows
+// the slots: queues hold requests with timers and compute delays on clocks
+// of whole milliseconds (NGINX's ngx_current_msec and its event timers), so
+// an answer may precede its slot on a finer clock by up to 1 ms.
+const queueTimerResolution = int64(time.Millisecond)
+
 // queueModel is the leaky bucket as a queue (the reference limiter's
 // leaky_bucket, NGINX limit_req without nodelay): it admits what the GCRA
 // of the same rate and burst admits, the bucket's model (bucket.go), and
@@ -29,7 +35,7 @@ const DefaultQueueSlack = 100 * time.Millisecond
 //     response arrived), the requests sent at or after a and answered by b
 //     were released within it, so they cost at most c_max + (b − a + res)/T,
 //     c_max the largest cost of the key's admissions (the last one released
-//     needs no spacing after it);
+//     needs no spacing after it), res at least queueTimerResolution;
 //   - late answers: a request whose decision time is known (the record's
 //     reported decision time, Policy.TrustDecisionTime) had its slot at the
 //     latest at max(decision, TAT), TAT counting every request that may have
@@ -74,7 +80,7 @@ func (m *queueModel) queueDelay(c *limitCheck, g []int32, acc *queueAcc) {
 		return
 	}
 	acc.seen = true
-	f := m.tightest(c, A, cmax, true)
+	f := m.tightest(c, A, cmax, true, max(c.r.res, queueTimerResolution))
 	if f.found {
 		f.group = g
 		f.members = nil
