@@ -71,6 +71,23 @@ const (
 	SlidingWindowCounter Algorithm = "sliding_window_counter"
 )
 
+// WindowStart says where a fixed window's windows begin. The zero value,
+// StartAligned, is the only one the reference limiter enforces.
+type WindowStart string
+
+const (
+	// StartAligned: windows start at multiples of Period since the Unix
+	// epoch on the limiter's clock, the same for every key.
+	StartAligned WindowStart = ""
+	// StartFirst: a key's window starts at its first request and lasts
+	// Period; the first request after it expired starts the next (the INCR
+	// then EXPIRE of rate-limit-redis, ulule/limiter and
+	// rate-limiter-flexible). Written "start=first". The policy syntax
+	// accepts it so that it can be claimed for such a limiter (rlbench run
+	// --claim); the reference limiter's stores refuse it (CheckRequest).
+	StartFirst WindowStart = "first"
+)
+
 // Algorithms lists every algorithm, in the order documentation shows them.
 var Algorithms = []Algorithm{TokenBucket, GCRA, LeakyBucket, FixedWindow, SlidingWindowLog, SlidingWindowCounter}
 
@@ -110,6 +127,8 @@ const (
 // the whole number of units admitted per window and Period is the window; Burst
 // must be zero or equal to Rate.
 //
+// Start, for a fixed window only, says where its windows begin.
+//
 // Name identifies the policy in storage keys and in the RateLimit-Policy
 // header; when empty, ID derives one from the parameters. Limit is a
 // comparable value, safe to copy and to use as a map key.
@@ -119,6 +138,7 @@ type Limit struct {
 	Rate      float64
 	Period    time.Duration
 	Burst     int64
+	Start     WindowStart
 }
 
 // PerSecond returns a token bucket of rate units per second and the given burst.
@@ -181,6 +201,12 @@ func (l Limit) Validate() error {
 	if strings.ContainsAny(l.Name, "{}: \t\r\n") {
 		return bad("name", "%q may not contain braces, colons or spaces", l.Name)
 	}
+	switch {
+	case l.Start != StartAligned && l.Start != StartFirst:
+		return bad("start", "unknown %q; use first, or leave it out for windows aligned on the clock", string(l.Start))
+	case l.Start == StartFirst && l.Algorithm != FixedWindow:
+		return bad("start", "start=first applies to fixed_window only, not %s", l.Algorithm)
+	}
 	if l.Period < MinPeriod {
 		return bad("period", "%v is shorter than the minimum %v", l.Period, MinPeriod)
 	}
@@ -233,6 +259,9 @@ func (l Limit) ID() string {
 		return l.Name
 	}
 	rate := strconv.FormatFloat(l.Rate, 'g', -1, 64)
+	if l.Start == StartFirst {
+		return fmt.Sprintf("%s-%sper%s-first", shortAlgorithm[l.Algorithm], rate, compactDuration(l.Period))
+	}
 	if l.Algorithm.IsWindow() {
 		return fmt.Sprintf("%s-%sper%s", shortAlgorithm[l.Algorithm], rate, compactDuration(l.Period))
 	}
@@ -259,11 +288,15 @@ var shortAlgorithm = map[Algorithm]string{
 }
 
 // String formats l for people: "10 req/s (burst 20)" for a token bucket,
-// "10 req/s (burst 20, gcra)" for the other buckets and
-// "100 req/1m (fixed window)" for windows.
+// "10 req/s (burst 20, gcra)" for the other buckets,
+// "100 req/1m (fixed window)" for windows and "10 req/5s (fixed window from
+// first request)" for windows from each key's first request.
 func (l Limit) String() string {
 	rate := strconv.FormatFloat(l.Rate, 'g', -1, 64)
 	per := periodString(l.Period)
+	if l.Start == StartFirst {
+		return fmt.Sprintf("%s req/%s (%s from first request)", rate, per, strings.ReplaceAll(string(l.Algorithm), "_", " "))
+	}
 	if l.Algorithm.IsWindow() {
 		return fmt.Sprintf("%s req/%s (%s)", rate, per, strings.ReplaceAll(string(l.Algorithm), "_", " "))
 	}
@@ -301,6 +334,9 @@ func compactDuration(d time.Duration) string {
 // ParseLimit(l.Spec()) == l for every valid l: "gcra:10/1s,burst=20".
 func (l Limit) Spec() string {
 	spec := fmt.Sprintf("%s:%s/%s,burst=%d", l.Algorithm, strconv.FormatFloat(l.Rate, 'g', -1, 64), compactDuration(l.Period), l.Burst)
+	if l.Start != StartAligned {
+		spec += ",start=" + string(l.Start)
+	}
 	if l.Name != "" {
 		spec += ",name=" + l.Name
 	}
@@ -308,10 +344,12 @@ func (l Limit) Spec() string {
 }
 
 // ParseLimit parses the compact form used on command lines and in scenario
-// files: "ALGORITHM:RATE/PERIOD[,burst=N][,name=NAME]", for example
-// "token_bucket:10/1s,burst=20", "gcra:600/1m,burst=100" or
-// "fixed_window:100/1m". The algorithm may be omitted (token bucket). The
-// result is validated.
+// files: "ALGORITHM:RATE/PERIOD[,burst=N][,start=first][,name=NAME]", for
+// example "token_bucket:10/1s,burst=20", "gcra:600/1m,burst=100",
+// "fixed_window:100/1m" or "fixed_window:10/5s,start=first" (windows from
+// each key's first request, which only other limiters enforce; start=aligned
+// is the default). The algorithm may be omitted (token bucket). The result
+// is validated.
 func ParseLimit(s string) (Limit, error) {
 	var l Limit
 	spec := strings.TrimSpace(s)
@@ -342,8 +380,17 @@ func ParseLimit(s string) (Limit, error) {
 			}
 		case "name":
 			l.Name = val
+		case "start":
+			switch val {
+			case "first":
+				l.Start = StartFirst
+			case "aligned":
+				l.Start = StartAligned
+			default:
+				return Limit{}, fmt.Errorf("%w: start %q in %q: use first (windows from each key's first request) or aligned", ErrInvalidLimit, val, s)
+			}
 		default:
-			return Limit{}, fmt.Errorf("%w: unknown option %q in %q; valid options are burst and name", ErrInvalidLimit, key, s)
+			return Limit{}, fmt.Errorf("%w: unknown option %q in %q; valid options are burst, start and name", ErrInvalidLimit, key, s)
 		}
 	}
 	// Defaults only from values that fit; Validate reports the others.

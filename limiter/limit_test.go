@@ -151,6 +151,7 @@ func TestSpecRoundTrip(t *testing.T) {
 		{Algorithm: limiter.GCRA, Rate: 1e-10, Period: time.Second, Burst: 1},
 		{Algorithm: limiter.LeakyBucket, Rate: 2.5, Period: 1500 * time.Millisecond, Burst: 3},
 		limiter.Window(limiter.SlidingWindowCounter, 7, 90*time.Second),
+		{Name: "api", Algorithm: limiter.FixedWindow, Rate: 10, Period: 5 * time.Second, Burst: 10, Start: limiter.StartFirst},
 	} {
 		got, err := limiter.ParseLimit(l.Spec())
 		if err != nil || got != l {
@@ -215,5 +216,29 @@ func TestParseRate(t *testing.T) {
 				t.Fatalf("ParseRate(%q) = %v, %v, %v; want %v, %v", tc.in, rate, period, err, tc.rate, tc.period)
 			}
 		})
+	}
+}
+
+// A fixed window from each key's first request is a policy to claim for
+// another limiter: the syntax reads it, the reference's stores refuse it.
+func TestStartFirstIsClaimedNotEnforced(t *testing.T) {
+	l, err := limiter.ParseLimit("fixed_window:10/5s,start=first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := l.Spec(), "fixed_window:10/5s,burst=10,start=first"; got != want {
+		t.Errorf("Spec() = %q, want %q", got, want)
+	}
+	if got, want := l.String(), "10 req/5s (fixed window from first request)"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	if err := limiter.CheckRequest(1, []limiter.Limit{l}); !errors.Is(err, limiter.ErrInvalidLimit) || !strings.Contains(err.Error(), "start=first") {
+		t.Errorf("CheckRequest = %v, want ErrInvalidLimit naming start=first", err)
+	}
+	if _, err := limiter.NewMemoryStore().AllowNAt("k", 1, time.Unix(0, 0), l); !errors.Is(err, limiter.ErrInvalidLimit) {
+		t.Errorf("MemoryStore.AllowNAt = %v, want ErrInvalidLimit", err)
+	}
+	if _, err := limiter.ParseLimit("gcra:10/5s,start=first"); !errors.Is(err, limiter.ErrInvalidLimit) {
+		t.Errorf("ParseLimit of a bucket from its first request: %v, want ErrInvalidLimit", err)
 	}
 }

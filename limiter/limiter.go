@@ -53,6 +53,9 @@ func CheckRequest(n int64, limits []Limit) error {
 		if err := l.Validate(); err != nil {
 			return err
 		}
+		if l.Start != StartAligned {
+			return fmt.Errorf("%w: %s: the reference limiter enforces windows aligned on its clock only; start=%s describes another limiter, to claim with rlbench run --claim", ErrInvalidLimit, l.Spec(), l.Start)
+		}
 		if n > l.Capacity() {
 			return fmt.Errorf("%w: cost %d is above %s's capacity %d; raise the burst or lower the cost", ErrCostExceedsCapacity, n, l.ID(), l.Capacity())
 		}

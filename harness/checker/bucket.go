@@ -62,7 +62,7 @@ func (b *bucketModel) tFast(total int64) int64 {
 	if x < scaleLimit {
 		t = int64(math.Floor(x)) - 1 // the float quotient may have rounded up
 	}
-	t = min(t, scaleLimit/(total+b.lim.Burst+2))
+	t = min(t, scaleLimit/satAdd(satAdd(total, b.lim.Burst), 2))
 	return max(t, 1)
 }
 
@@ -75,7 +75,7 @@ func (b *bucketModel) tSlow(total int64) (int64, bool) {
 		return 0, false
 	}
 	t := (int64(math.Ceil(x)) + 999) / 1000 * 1000
-	if t > scaleLimit/(total+b.lim.Burst+2) {
+	if t > scaleLimit/satAdd(satAdd(total, b.lim.Burst), 2) {
 		return 0, false
 	}
 	return t, true
@@ -83,9 +83,7 @@ func (b *bucketModel) tSlow(total int64) (int64, bool) {
 
 // budget finds the interval [a, b] (a a sent time, b a received time)
 // maximising S·T − (b − a): S is the cost of the admitted requests with
-// sent >= a and received <= b. A sweep over received times adds each
-// request's cost to every candidate a <= its sent time in a segment tree
-// holding a + S(a)·T, and asks for the maximum over a <= b: O(n log n).
+// sent >= a and received <= b.
 func (b *bucketModel) budget(c *limitCheck, g []int32, withUnknown bool) finding {
 	reqs, sc := c.r.d.reqs, &c.r.sc
 	A := sc.a[:0]
@@ -95,25 +93,50 @@ func (b *bucketModel) budget(c *limitCheck, g []int32, withUnknown bool) finding
 		}
 	}
 	sc.a = A
+	f := b.tightest(c, A, b.lim.Burst, false, c.r.res)
+	f.group, f.unknowns = g, withUnknown
+	return f
+}
+
+// tightest finds, over the requests A (in order of sent time), the interval
+// [a, b] (a a sent time, b an end: a received time, or with answered the
+// time the response arrived) maximising S·T − (b − a), S the cost of the
+// requests with sent >= a and end <= b, and holds it to burst units plus
+// the refill over b − a + res (res ns, the clock's resolution). A sweep over
+// ends adds each request's cost to every candidate a <= its sent time in a
+// segment tree holding a + S(a)·T, and asks for the maximum over a <= b:
+// O(n log n).
+func (b *bucketModel) tightest(c *limitCheck, A []int32, burst int64, answered bool, res int64) finding {
+	reqs, sc := c.r.d.reqs, &c.r.sc
 	if len(A) == 0 {
 		return finding{}
 	}
+	end := func(q *request) int64 {
+		if answered {
+			return q.answered
+		}
+		return q.recv
+	}
 	T := b.tFast(costOf(reqs, A))
-	res := c.r.res
 	sc.vals = distinctSent(reqs, A, sc.vals)
 	vals := sc.vals
 	sc.tree.reset(vals)
 	byE := append(sc.b[:0], A...)
 	sc.b = byE
-	sortByRecv(reqs, byE)
-	allowT := b.lim.Burst*T + int64(math.Ceil(c.tol*float64(T)))
+	if answered {
+		slices.SortFunc(byE, func(x, y int32) int { return cmpInt(reqs[x].answered, reqs[y].answered) })
+	} else {
+		sortByRecv(reqs, byE)
+	}
+	allowT := burst*T + int64(math.Ceil(c.tol*float64(T)))
 	best, bestB := int64(math.MinInt64), int64(0)
 	for _, j := range byE {
 		q := &reqs[j]
 		sc.tree.add(0, indexOf(vals, q.sent), q.cost*T)
-		v := sc.tree.max(0, indexOf(vals, q.recv)) - q.recv - res - allowT
+		e := end(q)
+		v := sc.tree.max(0, indexOf(vals, e)) - e - res - allowT
 		if v > best {
-			best, bestB = v, q.recv
+			best, bestB = v, e
 		}
 	}
 	// Recover the interval's start: the a maximising a + S(a)·T for b.
@@ -121,7 +144,7 @@ func (b *bucketModel) budget(c *limitCheck, g []int32, withUnknown bool) finding
 	bestA, bestV := int64(0), int64(math.MinInt64)
 	for k := len(A) - 1; k >= 0; k-- {
 		q := &reqs[A[k]]
-		if q.recv <= bestB {
+		if end(q) <= bestB {
 			s += q.cost
 		}
 		if k > 0 && reqs[A[k-1]].sent == q.sent {
@@ -135,15 +158,14 @@ func (b *bucketModel) budget(c *limitCheck, g []int32, withUnknown bool) finding
 		found:    true,
 		over:     best > 0,
 		observed: bestS,
-		bound:    float64(b.lim.Burst) + c.tol + float64(bestB-bestA+res)/float64(T),
+		bound:    float64(burst) + c.tol + float64(bestB-bestA+res)/float64(T),
 		from:     bestA,
 		to:       bestB,
-		group:    g,
-		unknowns: withUnknown,
 	}
 }
 
-// room (false rejections, wait upper bound, remaining lower bound): request
+// room (false rejections, wait upper bound, remaining lower bound, of an
+// admission after its charge and of a rejection): request
 // i may have been decided at any d in [s_i, e_i], after any request j with
 // s_j <= e_i, whose charge lands at most at e_j. The bucket then held at least
 // min over a <= s_i − res of B + (s_i − res − a)/T − U(a), U(a) the cost of
@@ -165,15 +187,14 @@ func (b *bucketModel) room(c *limitCheck, g []int32, withUnknown bool) {
 			for _, i := range R {
 				q := &reqs[i]
 				for ; pj < len(P) && reqs[P[pj]].sent <= q.recv; pj++ {
-					used += reqs[P[pj]].cost
+					used = satAdd(used, reqs[P[pj]].cost)
 				}
-				switch {
-				case q.outcome == history.Admitted: // used counts its own charge
-					c.setRemainingLo(i, B-used)
-				case float64(B-used) < float64(q.cost)+c.tol:
-					c.markJustified(i, withUnknown)
-				}
+				left := B - min(used, B+maxCapacity) // for an admission, after its own charge
+				c.setRemainingLo(i, left)
 				if q.outcome == history.Rejected {
+					if float64(left) < float64(q.cost)+c.tol {
+						c.markJustified(i, withUnknown)
+					}
 					c.setWaits(i, 0, math.MaxInt64)
 				}
 			}
@@ -199,8 +220,8 @@ func (b *bucketModel) room(c *limitCheck, g []int32, withUnknown bool) {
 				}
 				x := q.sent - res
 				roomT := B*T + x - sc.tree.max(0, indexOf(vals, x))
-				if q.outcome == history.Admitted { // roomT counts its own charge
-					c.setRemainingLo(i, floorDiv(roomT, T))
+				c.setRemainingLo(i, floorDiv(roomT, T)) // for an admission, after its own charge
+				if q.outcome == history.Admitted {
 					continue
 				}
 				if roomT < q.cost*T+tolT {

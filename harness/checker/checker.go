@@ -352,6 +352,7 @@ type finding struct {
 	group    []int32 // the key's requests
 	unknowns bool    // the interval counts requests of unknown outcome
 	window   bool    // from..to is a window: requests wholly inside it
+	members  []int32 // when set, the requests that make the case, in place of those inside from..to
 }
 
 func (f finding) excess() float64 { return float64(f.observed) - f.bound }
@@ -378,6 +379,8 @@ func (r *run) checkLimit(lim Limit, tol float64, idx []int32) []Result {
 	var worstKnown, worstAll finding
 	var ratio finding
 	var unknownDecides bool
+	sh, shapes := c.model.(shaper)
+	var queue queueAcc
 	for lo := 0; lo < len(idx); {
 		hi := lo + 1
 		for hi < len(idx) && reqs[idx[hi]].key == reqs[idx[lo]].key {
@@ -385,7 +388,15 @@ func (r *run) checkLimit(lim Limit, tol float64, idx []int32) []Result {
 		}
 		g := idx[lo:hi]
 		lo = hi
-		hasUnknown := slices.ContainsFunc(g, func(i int32) bool { return reqs[i].outcome == history.Error && !reqs[i].undelivered })
+		hasUnknown := false
+		c.faultFrom = math.MaxInt64
+		for _, i := range g {
+			q := &reqs[i]
+			hasUnknown = hasUnknown || q.outcome == history.Error && !q.undelivered
+			if q.faulted {
+				c.faultFrom = min(c.faultFrom, q.sent)
+			}
+		}
 		c.clean = !hasUnknown
 		f := c.budget(g, false)
 		if f.worse(worstKnown) {
@@ -404,6 +415,9 @@ func (r *run) checkLimit(lim Limit, tol float64, idx []int32) []Result {
 				ratio = f
 			}
 		}
+		if shapes {
+			sh.queueDelay(c, r.unfaulted(g), &queue)
+		}
 		c.perRequest(g, true)
 		if hasUnknown {
 			c.perRequest(g, false)
@@ -415,11 +429,16 @@ func (r *run) checkLimit(lim Limit, tol float64, idx []int32) []Result {
 			}
 		}
 	}
+	var extra []Result
+	if shapes {
+		extra = append(extra, queue.result(c))
+	}
+	extra = append(extra, c.ratioResult(ratio)...)
 	res := Result{Name: CheckBudget, Scope: c.scope, Unit: "units", Verdict: Pass}
 	switch {
 	case !worstKnown.found && !worstAll.found:
 		res.Explanation = "no admitted requests"
-		return append([]Result{res}, c.ratioResult(ratio)...)
+		return append([]Result{res}, extra...)
 	case worstKnown.over:
 		res.Verdict = Fail
 		res.Observed, res.Bound, res.Proof = float64(worstKnown.observed), worstKnown.bound, r.proof(worstKnown)
@@ -432,7 +451,7 @@ func (r *run) checkLimit(lim Limit, tol float64, idx []int32) []Result {
 		res.Observed, res.Bound, res.Proof = float64(worstKnown.observed), worstKnown.bound, r.proof(worstKnown)
 		res.Explanation = fmt.Sprintf("tightest: key %q, %d units %s of %s allowed", res.Proof.Key, worstKnown.observed, span(worstKnown), fmtNum(worstKnown.bound))
 	}
-	return append([]Result{res}, c.ratioResult(ratio)...)
+	return append([]Result{res}, extra...)
 }
 
 func span(f finding) string {
@@ -500,9 +519,13 @@ func (r *run) proof(f finding) *Proof {
 	reqs := r.d.reqs
 	p := &Proof{Key: r.d.keys[reqs[f.group[0]].key], FromNs: f.from, ToNs: f.to}
 	shares := map[uint32]*InstanceShare{}
-	for _, i := range f.group {
+	idx := f.group
+	if f.members != nil {
+		idx = f.members
+	}
+	for _, i := range idx {
 		q := &reqs[i]
-		if q.sent < f.from || q.recv > f.to || !admitted(q, f.unknowns) {
+		if f.members == nil && (q.sent < f.from || q.recv > f.to || !admitted(q, f.unknowns)) {
 			continue
 		}
 		p.RequestIDs = append(p.RequestIDs, q.id)

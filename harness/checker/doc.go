@@ -14,38 +14,89 @@
 // check treats them as not admitted, the false-rejection check as possibly
 // admitted, the Retry-After check whichever way widens the ideal wait's
 // bounds, and a check that they alone decide gets the verdict Unknown.
+// Every interval is widened by the limiter clock's resolution res
+// (Policy.Resolution) and, where windows are placed on the limiter's clock,
+// by the clock offset's uncertainty.
+//
+// # The bounds, their sources and their tolerances
 //
 // Budget, per key, pooled over instances and over the routes sharing a
-// limit, all in integer nanoseconds:
+// limit, in integer nanoseconds; B burst, T emission interval (period/rate),
+// L limit, W window:
 //
-//   - token bucket, GCRA, leaky bucket as a meter (burst B, rate r): for
-//     every interval [a, b], the cost of admitted requests with a <= s and
-//     e <= b is at most B + r·(b − a + res), res the limiter clock's
-//     resolution. Only intervals from a sent time to a received time need
-//     examining; the maximum of S − r·(b − a) comes from one sweep with a
-//     segment tree, O(n log n).
-//   - sliding window log (limit L, window W): at most L admitted among the
-//     requests that must fall in one interval shorter than W − res.
-//   - fixed window: at most L per window, aligned on the limiter's clock
-//     through the measured clock offset; only requests whose whole [s, e]
-//     lies in one window under every offset within the uncertainty count.
-//     With no offset known, at most 2L in any interval shorter than W.
-//   - sliding window counter: the fixed window's per-window bound, and the
-//     boundary burst ratio: the most units that must fall in one rolling
-//     window, divided by L (a fixed window allows up to 2).
+//	model (file)                  bound proven                                  source                                 tolerance
+//	token bucket, GCRA            cost of the admissions with a <= s, e <= b    ATM Forum TM 4.0 §4.4.2 (GCRA);        T rounded down (faster)
+//	(bucket.go)                   is at most B + (b − a + res)/T, every [a, b]  Turner 1986 (token bucket)
+//	leaky bucket, a queue         the bucket's bound on admissions, and         ATM Forum TM 4.0 §4.4.2; NGINX         T rounded down; res at least
+//	(queue.go, queue-delay)       answers spaced by slots: the admissions       limit_req (without nodelay),           1 ms (millisecond timers and
+//	                              answered within [a, b] cost at most           nginx.org ngx_http_limit_req_module    clocks); late answers within
+//	                              c_max + (b − a + res)/T; with reported                                               Policy.QueueSlack
+//	                              decision times, each answer at most
+//	                              QueueSlack after its latest slot
+//	sliding window log            at most L in any interval shorter than        Redis sorted-set log (exact)           none
+//	(slidinglog.go)               W − res
+//	fixed window, aligned         at most L among the requests surely in one    the algorithm's definition             none
+//	(fixedwindow.go)              window of the limiter's clock
+//	fixed window, start=first     at most L among the requests surely in one    rate-limit-redis, ulule/limiter,       none; keys start fresh
+//	(firstwindow.go)              window under every anchoring the history      rate-limiter-flexible (INCR, then
+//	                              allows                                        EXPIRE on the first request)
+//	sliding window counter        an admission of cost c needs                  Cloudflare, "How we built rate         the weight rounded down
+//	(slidingcounter.go)           floor(prev·(W−e)/W) + cur + c <= L at some    limiting capable of scaling to         (Upstash, RussellLuo/
+//	                              time it may have been decided, counting the   millions of domains" (2017);           slidingwindow): one unit
+//	                              requests surely charged before it             Upstash ratelimit slidingWindow
+//	fixed window or counter,      at most 2L in any interval shorter than W     two windows meet any such interval     none
+//	offset unknown (unaligned.go)
+//
+// Rule.Tolerance, a fraction of each limit's capacity, loosens the budget
+// and the false-rejection test further for approximate algorithms.
 //
 // False rejections: a 429 is false when every limit of its rule would have
 // admitted it at every possible decision time, even with every request that
 // may have come before it (sent before its received time, admitted or of
-// unknown outcome) charged as late as possible. This assumes each key begins
-// the history with a full budget.
+// unknown outcome) charged as late as possible; the sliding window
+// counter's estimate is taken exact there, the reference limiter's and
+// Cloudflare's (for whole counts the same as rounding the weight up). This
+// assumes each key begins the history with a full budget.
 //
-// Headers: on every 429 Retry-After (whole seconds, ceiling, at least 1;
-// RFC 9110 §10.2.3, RFC 6585 §4) must be no shorter than a lower bound of
-// the ideal wait and no more than one second above an upper bound of it;
-// RateLimit fields (draft-ietf-httpapi-ratelimit-headers, and
-// X-RateLimit-*) must agree with the decision and with the model; mixing
-// header families is flagged. Status hygiene: no 5xx but the expected ones.
+// Headers, each field between both bounds its model allows:
+//
+//	field                               lower bound                                 upper bound                                source
+//	Retry-After (429)                   the ideal wait, the requests surely         that wait with every request that may      RFC 9110 §10.2.3, RFC 6585 §4
+//	                                    charged before it counted as early as       have come before counted as late as
+//	                                    they could be; at least 1 s                 it could be, plus 1 s (whole seconds)
+//	RateLimit r, RateLimit-Remaining,   what every timing leaves (admission: after  below the cost (rejection); what the        draft-ietf-httpapi-ratelimit-headers
+//	X-RateLimit-Remaining               its own charge; rejection: before it)       requests surely admitted before leave      -06 (separate fields), -07 and later
+//	                                                                                (admission)                                (RateLimit, RateLimit-Policy)
+//	RateLimit t, RateLimit-Reset,       for a rule of one limit, less 1 s of        a full refill (a window; two for the
+//	X-RateLimit-Reset (epoch seconds)   rounding: the ideal wait (rejection), or    counter; B·T for a bucket) plus res and
+//	                                    the time the admission's own charge takes   1 s
+//	                                    to clear its window or bucket
+//	RateLimit limit, RateLimit-Limit,   the capacity of one of the rule's limits
+//	RateLimit-Policy q                  (or a bucket's whole rate per period)
+//	RateLimit-Policy w                  the limit's window in whole seconds,        the same, rounded up (at least 1)          draft-ietf-httpapi-ratelimit-headers-10
+//	                                    rounded down (a bucket: B·period/rate,
+//	                                    or with q the rate, the period)
+//
+// Mixing header families is flagged (header-style). Status hygiene: no 5xx
+// but the expected ones, no 4xx but 429, no unanswered request outside a
+// declared fault.
+//
+// # What each check can not see
+//
+// The budget proves excess only where [sent, received] pins the decisions
+// down: a slow response widens its interval and hides what it may hide.
+// A queue answers its admissions late, so their intervals say little of
+// when they were decided, and late answers (a slot kept too long) cannot be
+// told from a slow handler; the limiter's reported decision time
+// (Policy.TrustDecisionTime, the reference's X-RateLimit-Decision-Time)
+// restores both, on the target's word. Fixed windows aligned on the clock
+// and the sliding window counter's windows need the clock offset; without
+// it they are held to 2L per window length only. Windows from the first
+// request lose their anchors where traffic never pauses long enough to pin
+// one, and follow no anchor across a fault. False rejections, the wait's
+// upper bound and the remaining budget's lower bound assume each key began
+// the history with a full budget; the RateLimit reset's lower bound is
+// checked only for rules of one limit, whose reset the response reports.
 //
 // Faults: a drill's history is checked with its fault windows and declared
 // failure mode (runrecord.Drill, Policy.Faults). Within a fault no request
@@ -91,11 +142,12 @@
 // shares no code with it. A Policy is rules of limits (Limit) that the
 // checker parses itself (ParseLimit, PolicyFromHeader) from the policy
 // syntax scenario files, the history's header and the command line use:
-// "gcra:20/1s,burst=10", "fixed_window:12/30d,name=month". A test holds
-// ParseLimit and the limiter's parser to one meaning on every policy of the
-// shipped scenarios and on the syntax's edge cases, including what both
-// reject. A drill's fallback share is derived here too, from the declared
-// number of instances (Faults.Instances).
+// "gcra:20/1s,burst=10", "fixed_window:12/30d,name=month",
+// "fixed_window:10/5s,start=first". A test holds ParseLimit and the
+// limiter's parser to one meaning on every policy of the shipped scenarios
+// and on the syntax's edge cases, including what both reject. A drill's
+// fallback share is derived here too, from the declared number of instances
+// (Faults.Instances).
 //
 // # One model per algorithm and policy form
 //
@@ -103,22 +155,27 @@
 // other code reads a limit's algorithm to decide a computation. One file
 // each:
 //
-//   - bucketModel (bucket.go): token bucket, GCRA, leaky bucket as a meter;
+//   - bucketModel (bucket.go): token bucket, GCRA;
+//   - queueModel (queue.go): the leaky bucket, a queue that delays what it
+//     admits (the queue-delay check);
 //   - slidingLogModel (slidinglog.go): sliding window log;
 //   - fixedWindowModel (fixedwindow.go): fixed windows placed through the
 //     known clock offset;
+//   - firstWindowModel (firstwindow.go): fixed windows from each key's
+//     first request;
 //   - slidingCounterModel (slidingcounter.go): the sliding window counter's
-//     weighted estimate over those windows;
-//   - unalignedWindowModel (unaligned.go): either when no offset is known.
+//     weighted estimate over aligned windows;
+//   - unalignedWindowModel (unaligned.go): either aligned model when no
+//     offset is known.
 //
 // A model gives the budget bound and the tightest interval under it; per
 // judged request, what may have been charged before it (the false-rejection
 // test, the ideal wait's upper bound, the remaining budget's lower bound)
 // and what surely was (the wait's lower bound, the remaining budget's upper
-// bound); whether window boundaries allow a burst (the boundary-burst
-// ratio); a full refill (the bound of RateLimit reset); and an instance's
-// fallback share over a fault. The tolerance of approximate algorithms
-// (Rule.Tolerance) loosens each bound by that fraction of the capacity.
-// Adding an algorithm or a policy form is one new model in its own file and
-// one case in modelFor; window.go holds the sweeps the window models share.
+// bound, the reset's lower bound); whether window boundaries allow a burst
+// (the boundary-burst ratio); a full refill (the bound of RateLimit reset);
+// and an instance's fallback share over a fault. Adding an algorithm or a
+// policy form is one new model in its own file and one case in modelFor;
+// window.go holds the sweeps the window models share, arith.go the
+// arithmetic that cannot overflow.
 package checker

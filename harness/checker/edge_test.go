@@ -28,14 +28,15 @@ type edgeRecord struct {
 // keeps it (every check passing at time 0).
 var edgeSets = []struct {
 	spec       string
-	retryAfter int // an honest Retry-After for the 11th request
+	retryAfter int           // an honest Retry-After for the 11th request
+	slot       time.Duration // a queue's emission interval: admissions are answered at their slots
 }{
-	{"token_bucket:10/1s,burst=10", 1},
-	{"gcra:10/1s,burst=10", 1},
-	{"leaky_bucket:10/1s,burst=10", 1},
-	{"fixed_window:10/1m", 60},
-	{"sliding_window_log:10/1m", 60},
-	{"sliding_window_counter:10/1m", 60},
+	{"token_bucket:10/1s,burst=10", 1, 0},
+	{"gcra:10/1s,burst=10", 1, 0},
+	{"leaky_bucket:10/1s,burst=10", 1, 100 * time.Millisecond},
+	{"fixed_window:10/1m", 60, 0},
+	{"sliding_window_log:10/1m", 60, 0},
+	{"sliding_window_counter:10/1m", 60, 0},
 }
 
 // edgeViolating is n admissions within 1.1 µs.
@@ -47,9 +48,14 @@ func edgeViolating(n int64) []edgeRecord {
 	return rs
 }
 
-// edgeKeeping is 10 admissions within 1 µs and a rejection right after.
-func edgeKeeping(retryAfter int) []edgeRecord {
+// edgeKeeping is 10 admissions within 1 µs and a rejection right after;
+// with a slot, the admissions are answered a slot apart, as a queue
+// releases them.
+func edgeKeeping(retryAfter int, slot time.Duration) []edgeRecord {
 	rs := edgeViolating(10)
+	for i := range rs {
+		rs[i].latency += int64(i) * int64(slot)
+	}
 	return append(rs, edgeRecord{rel: 600, latency: 10, out: history.Rejected, retryAfter: retryAfter})
 }
 
@@ -140,7 +146,7 @@ func TestEdgeOfAcceptedRanges(t *testing.T) {
 			// phase is the first window boundary at or after time 0 on the
 			// limiter's clock; the sets start there, near 0 and at the edge.
 			phase := (W - v.start.UnixNano()%W) % W
-			const span = 1100 // every set lies in [origin, origin+span]
+			span := 1100 + 9*int64(set.slot) // every set lies in [origin, origin+span]
 			// Over one limit, or over two windows' worth when the windows'
 			// place is unknown (at most 2× per window length).
 			over := int64(11)
@@ -156,7 +162,7 @@ func TestEdgeOfAcceptedRanges(t *testing.T) {
 				name  string
 				recs  []edgeRecord
 				fails bool
-			}{{"violating", edgeViolating(over), true}, {"keeping", edgeKeeping(set.retryAfter), false}} {
+			}{{"violating", edgeViolating(over), true}, {"keeping", edgeKeeping(set.retryAfter, set.slot), false}} {
 				t.Run(fmt.Sprintf("%s/%s/%s", set.spec, v.name, s.name), func(t *testing.T) {
 					ref, err := Check(edgeHistory(t, h, near, s.recs), p)
 					if err != nil {

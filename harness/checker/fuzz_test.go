@@ -60,6 +60,9 @@ func fuzzHistory(t *testing.T, data []byte) (Policy, []byte, bool) {
 	lim := Limit{Algorithm: alg, Period: fuzzPeriods[in.pick(len(fuzzPeriods))], Rate: float64(1 + in.pick(12))}
 	if alg.window() {
 		lim.Burst = int64(lim.Rate)
+		if alg == FixedWindow && in.pick(2) == 1 {
+			lim.Start = StartFirst
+		}
 	} else {
 		lim.Burst = int64(1 + in.pick(12))
 		lim.Rate /= float64(1 + in.pick(4))

@@ -26,12 +26,14 @@ const (
 	// 4.0, §4.4.2), which admits what a token bucket of the same rate and
 	// burst admits.
 	GCRA Algorithm = "gcra"
-	// LeakyBucket: the leaky bucket, checked as a meter of Rate per Period
-	// with Burst units of room (a queue that delays admits no more).
+	// LeakyBucket: the leaky bucket as a queue (NGINX limit_req without
+	// nodelay): it admits what the GCRA of the same rate and burst admits,
+	// and holds each admitted request until its slot, Rate per Period. The
+	// leaky bucket as a meter (nodelay) is the GCRA.
 	LeakyBucket Algorithm = "leaky_bucket"
 	// FixedWindow: at most Rate units per window of length Period, windows
 	// aligned on the limiter's clock (at multiples of Period since the Unix
-	// epoch).
+	// epoch), or with Start StartFirst from each key's first request.
 	FixedWindow Algorithm = "fixed_window"
 	// SlidingWindowLog: at most Rate units in any window of length Period.
 	SlidingWindowLog Algorithm = "sliding_window_log"
@@ -39,6 +41,21 @@ const (
 	// window's, weighted by the part of it still inside the sliding window,
 	// at most Rate.
 	SlidingWindowCounter Algorithm = "sliding_window_counter"
+)
+
+// WindowStart says where a fixed window's windows begin. The zero value,
+// StartAligned, is the policy syntax's default.
+type WindowStart string
+
+const (
+	// StartAligned: windows start at multiples of Period since the Unix
+	// epoch on the limiter's clock, the same for every key.
+	StartAligned WindowStart = ""
+	// StartFirst: a key's window starts at its first request and
+	// lasts Period; the first request after it expired starts the next
+	// (INCR then EXPIRE: rate-limit-redis, ulule/limiter,
+	// rate-limiter-flexible). Written "start=first".
+	StartFirst WindowStart = "first"
 )
 
 // algorithms lists the algorithms the policy syntax knows, in the order
@@ -69,8 +86,9 @@ const (
 // are admitted per Period on average and Burst units at once; Rate may be
 // fractional. For the window algorithms Rate is the whole number of units
 // admitted per window and Period is the window; Burst is zero or equal to
-// Rate. Name, when set, is the policy's name (in the RateLimit-Policy
-// header, say); it makes two limits of equal parameters distinct budgets.
+// Rate; a fixed window's Start says where its windows begin. Name, when
+// set, is the policy's name (in the RateLimit-Policy header, say); it makes
+// two limits of equal parameters distinct budgets.
 //
 // Limit is a comparable value, safe to copy and to use as a map key. Build
 // one with ParseLimit, or fill the fields and let Check validate them.
@@ -80,6 +98,7 @@ type Limit struct {
 	Rate      float64
 	Period    time.Duration
 	Burst     int64
+	Start     WindowStart
 }
 
 // Capacity is the most units the limit admits at once: Burst for a bucket,
@@ -97,13 +116,16 @@ func (l Limit) periodMicros() int64 { return int64(l.Period / time.Microsecond) 
 
 // String formats l for people, as results name their scope: "10 req/s
 // (burst 20)" for a token bucket, "10 req/s (burst 20, gcra)" for the other
-// buckets and "100 req/1m (fixed window)" for windows. The name is not
-// shown.
+// buckets, "100 req/1m (fixed window)" for windows and "10 req/5s (fixed
+// window from first request)" for windows from each key's first request.
+// The name is not shown.
 func (l Limit) String() string {
 	rate := strconv.FormatFloat(l.Rate, 'g', -1, 64)
 	per := perString(l.Period)
 	alg := strings.ReplaceAll(string(l.Algorithm), "_", " ")
 	switch {
+	case l.Start == StartFirst:
+		return fmt.Sprintf("%s req/%s (%s from first request)", rate, per, alg)
 	case l.Algorithm.window():
 		return fmt.Sprintf("%s req/%s (%s)", rate, per, alg)
 	case l.Algorithm == TokenBucket:
@@ -146,6 +168,10 @@ func (l Limit) Validate() error {
 		return bad("algorithm", "unknown %q; use one of %s", string(l.Algorithm), algorithmNames())
 	case strings.ContainsAny(l.Name, "{}: \t\r\n"):
 		return bad("name", "%q may not contain braces, colons or spaces", l.Name)
+	case l.Start != StartAligned && l.Start != StartFirst:
+		return bad("start", "unknown %q; use first, or leave it out for windows aligned on the clock", string(l.Start))
+	case l.Start == StartFirst && l.Algorithm != FixedWindow:
+		return bad("start", "start=first applies to fixed_window only, not %s", l.Algorithm)
 	case l.Period < minPeriod:
 		return bad("period", "%v is shorter than the minimum %v", l.Period, minPeriod)
 	case math.IsNaN(l.Rate) || math.IsInf(l.Rate, 0) || l.Rate <= 0:
@@ -196,8 +222,10 @@ func algorithmNames() string {
 }
 
 // ParseLimit parses a limit in the policy syntax
-// "[ALGORITHM:]RATE/PERIOD[,burst=N][,name=NAME]": "gcra:20/1s,burst=10",
-// "token_bucket:10/1s,burst=20", "fixed_window:100/1m",
+// "[ALGORITHM:]RATE/PERIOD[,burst=N][,start=first][,name=NAME]":
+// "gcra:20/1s,burst=10", "token_bucket:10/1s,burst=20",
+// "fixed_window:100/1m", "fixed_window:10/5s,start=first" (windows from
+// each key's first request; start=aligned is the default),
 // "sliding_window_log:12/30d,name=month". Without an algorithm the limit is
 // a token bucket. PERIOD is a Go duration (500ms, 1m, 1h30m), a number of
 // days (30d, 1.5d), or a unit alone (s, m or min, h, d) meaning one of it.
@@ -222,10 +250,20 @@ func ParseLimit(s string) (Limit, error) {
 	if l.Period, err = parsePeriod(strings.TrimSpace(period)); err != nil {
 		return Limit{}, fmt.Errorf("%w: period %q in %q: want a duration such as 1s, 1m, 24h or 30d (%v)", ErrInvalidPolicy, period, s, err)
 	}
-	var hasBurst, hasName bool
+	var hasBurst, hasName, hasStart bool
 	for _, opt := range parts[1:] {
 		key, val, _ := strings.Cut(strings.TrimSpace(opt), "=")
 		switch {
+		case key == "start" && !hasStart:
+			hasStart = true
+			switch val {
+			case "first":
+				l.Start = StartFirst
+			case "aligned":
+				l.Start = StartAligned
+			default:
+				return Limit{}, fmt.Errorf("%w: start %q in %q: use first (windows from each key's first request) or aligned", ErrInvalidPolicy, val, s)
+			}
 		case key == "burst" && !hasBurst:
 			hasBurst = true
 			if l.Burst, err = strconv.ParseInt(val, 10, 64); err != nil {
@@ -236,10 +274,10 @@ func ParseLimit(s string) (Limit, error) {
 			}
 		case key == "name" && !hasName:
 			hasName, l.Name = true, val
-		case key == "burst" || key == "name":
+		case key == "burst" || key == "name" || key == "start":
 			return Limit{}, fmt.Errorf("%w: option %q is given twice in %q", ErrInvalidPolicy, key, s)
 		default:
-			return Limit{}, fmt.Errorf("%w: unknown option %q in %q; valid options are burst and name", ErrInvalidPolicy, key, s)
+			return Limit{}, fmt.Errorf("%w: unknown option %q in %q; valid options are burst, start and name", ErrInvalidPolicy, key, s)
 		}
 	}
 	// The default burst, only from a rate that can be one; Validate reports

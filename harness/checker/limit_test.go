@@ -34,7 +34,7 @@ func sameMeaning(t *testing.T, spec string) (accepted bool) {
 		}
 		return false
 	}
-	want := Limit{Name: ref.Name, Algorithm: Algorithm(ref.Algorithm), Rate: ref.Rate, Period: ref.Period, Burst: ref.Burst}
+	want := Limit{Name: ref.Name, Algorithm: Algorithm(ref.Algorithm), Rate: ref.Rate, Period: ref.Period, Burst: ref.Burst, Start: WindowStart(ref.Start)}
 	if got != want {
 		t.Fatalf("ParseLimit(%q) = %+v, the limiter reads %+v", spec, got, want)
 	}
@@ -160,6 +160,16 @@ var parseCases = []struct {
 	{"gcra:1/1s,name=a:b", nil},
 	{"gcra:1/1s,name={tag}", nil},
 	{"gcra:1/1s,name=x,name=y", nil},
+	// Where a fixed window's windows start.
+	{"fixed_window:10/5s,start=first", &Limit{Algorithm: FixedWindow, Rate: 10, Period: 5 * time.Second, Burst: 10, Start: StartFirst}},
+	{"fixed_window:10/5s,name=api,start=first", &Limit{Name: "api", Algorithm: FixedWindow, Rate: 10, Period: 5 * time.Second, Burst: 10, Start: StartFirst}},
+	{"fixed_window:10/5s,start=aligned", &Limit{Algorithm: FixedWindow, Rate: 10, Period: 5 * time.Second, Burst: 10}},
+	{"fixed_window:10/5s,start=first,start=first", nil},
+	{"fixed_window:10/5s,start=last", nil},
+	{"fixed_window:10/5s,start=", nil},
+	{"sliding_window_counter:10/5s,start=first", nil},
+	{"sliding_window_log:10/5s,start=first", nil},
+	{"gcra:10/5s,start=first", nil},
 	// Space.
 	{"  gcra : 10 / 1s , burst=5 ", &Limit{Algorithm: GCRA, Rate: 10, Period: time.Second, Burst: 5}},
 	{"gcra:10/1s,burst= 5", nil},

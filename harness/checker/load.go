@@ -31,18 +31,23 @@ const (
 	raBad  = -2 // present but neither delay-seconds nor an HTTP-date
 )
 
-// request is the compact form of one record the checks work on (80 bytes).
+// request is the compact form of one record the checks work on (96 bytes).
 type request struct {
+	// sent and recv bound the decision time: the record's sent and
+	// received times, or the decision time it reported (Policy.TrustDecisionTime).
 	sent, recv int64
+	// answered is the record's received time, when the response arrived.
+	answered   int64
 	id         uint64
 	cost       int64
 	rlLimit    int64 // -1 when absent
 	rlRemain   int64 // -1 when absent
-	rlReset    int64 // seconds; -1 when absent
+	rlReset    int64 // seconds (at most maxRetryAfter); -1 when absent
+	retryAfter int64 // seconds (at most maxRetryAfter), or raNone / raBad
 	key        uint32
 	route      uint32
 	inst       uint32
-	retryAfter int64 // seconds (at most maxRetryAfter), or raNone / raBad
+	policy     uint32 // the interned RateLimit-Policy field; 0 when absent
 	status     int16
 	outcome    history.Outcome
 	style      uint8
@@ -62,6 +67,9 @@ type dataset struct {
 	keys   []string
 	routes []string
 	insts  []string
+	// policies are the distinct RateLimit-Policy fields; policies[0] is "",
+	// none.
+	policies []string
 }
 
 type interner struct {
@@ -86,7 +94,8 @@ func (in *interner) id(s string) uint32 {
 // request's [sent, received] to a reported decision time.
 func load(src history.Source, narrow narrowing) (*dataset, error) {
 	d := &dataset{header: src.Header()}
-	var keys, routes, insts interner
+	var keys, routes, insts, policies interner
+	policies.id("")
 	var rec history.Record
 	start := d.header.Start
 	for {
@@ -98,19 +107,22 @@ func load(src history.Source, narrow narrowing) (*dataset, error) {
 			return nil, fmt.Errorf("read history: %w", err)
 		}
 		q := request{
-			sent: rec.SentNs, recv: rec.ReceivedNs, id: rec.ID, cost: max(rec.Cost, 1),
+			sent: rec.SentNs, recv: rec.ReceivedNs, answered: rec.ReceivedNs, id: rec.ID, cost: max(rec.Cost, 1),
 			key: keys.id(rec.Key), route: routes.id(rec.Route), inst: insts.id(rec.Instance),
 			status: int16(rec.Status), outcome: rec.Outcome, retryAfter: raNone,
 			rlLimit: -1, rlRemain: -1, rlReset: -1,
 		}
 		if len(rec.Headers) > 0 {
 			parseHeaders(&q, rec.Headers, start.Add(time.Duration(rec.ReceivedNs)))
+			if v, ok := rec.Headers["ratelimit-policy"]; ok {
+				q.policy = policies.id(v)
+			}
 		}
 		q.undelivered = rec.Status == 0 && strings.Contains(rec.Error, "connection refused")
 		narrow.apply(&q, rec.DecisionUs)
 		d.reqs = append(d.reqs, q)
 	}
-	d.keys, d.routes, d.insts = keys.names, routes.names, insts.names
+	d.keys, d.routes, d.insts, d.policies = keys.names, routes.names, insts.names, policies.names
 	return d, nil
 }
 
@@ -160,7 +172,9 @@ func parseHeaders(q *request, h map[string]string, at time.Time) {
 			}
 		}
 	}
-	q.rlLimit, q.rlRemain, q.rlReset = vals[0], vals[1], vals[2]
+	// A reset beyond maxRetryAfter seconds (292 years) saturates there, as
+	// Retry-After does, so that it fits an int64 of nanoseconds.
+	q.rlLimit, q.rlRemain, q.rlReset = vals[0], vals[1], min(vals[2], maxRetryAfter)
 	if bad {
 		q.style |= styleMalformed
 	}

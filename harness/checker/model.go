@@ -48,8 +48,9 @@ type model interface {
 }
 
 // modelFor chooses the model of l: aligned says whether the limiter's clock
-// offset is known, so that fixed windows and the sliding window counter's
-// windows can be placed. It is the one place that reads l.Algorithm to
+// offset is known, so that fixed windows aligned on it and the sliding
+// window counter's windows can be placed (windows from each key's first
+// request need no clock). It is the one place that reads l.Algorithm to
 // decide a computation; l is valid.
 func modelFor(l Limit, aligned bool) model {
 	w := windowBase{lim: l, W: l.periodMicros() * 1000, L: l.Capacity()}
@@ -57,6 +58,9 @@ func modelFor(l Limit, aligned bool) model {
 	case SlidingWindowLog:
 		return &slidingLogModel{w}
 	case FixedWindow:
+		if l.Start == StartFirst {
+			return &firstWindowModel{w}
+		}
 		if !aligned {
 			return &unalignedWindowModel{windowBase: w}
 		}
@@ -66,8 +70,10 @@ func modelFor(l Limit, aligned bool) model {
 			return &unalignedWindowModel{windowBase: w, weighted: true}
 		}
 		return &slidingCounterModel{w}
+	case LeakyBucket:
+		return &queueModel{bucketModel{lim: l}}
 	}
-	// TokenBucket, GCRA, and LeakyBucket as a meter: one bound.
+	// TokenBucket and GCRA: one bound.
 	return &bucketModel{lim: l}
 }
 
@@ -82,6 +88,9 @@ type limitCheck struct {
 	scope string
 	pass  bool // the per-request pass under way counts unknown outcomes as admitted
 	clean bool // the key group under way has no unknown outcomes
+	// faultFrom is the earliest sent time of a faulted request of the key
+	// group under way, math.MaxInt64 for none.
+	faultFrom int64
 }
 
 // markJustified records that the limit may have rejected request i.
@@ -117,8 +126,21 @@ func (c *limitCheck) setWaits(i int32, lo, hi int64) {
 // admitted request was told of; the bounds combine by minimum.
 func (c *limitCheck) setRemaining(i int32, hi int64) { c.r.remHi[i] = min(c.r.remHi[i], hi) }
 
-// setRemainingLo records this limit's lower bound of the remaining budget an
-// admitted request was told of. The header reports the least remaining over
+// setResetLo records this limit's lower bound, ns from the latest time an
+// admission i may have been decided, of the time until the key's budget is
+// full again: the RateLimit reset it was told of. Only the sound pass
+// records it (in r.waitLo, which an admission's Retry-After never reads);
+// the bounds combine by maximum, and the check reads them only for rules
+// of one limit, whose reset the response reports.
+func (c *limitCheck) setResetLo(i int32, lo int64) {
+	if c.pass {
+		c.r.waitLo[i] = max(c.r.waitLo[i], lo)
+	}
+}
+
+// setRemainingLo records this limit's lower bound of the remaining budget a
+// judged request (an admission, after its charge, or a rejection) was told
+// of. The header reports the least remaining over
 // the limits, so the bounds combine by minimum; math.MinInt64 means none.
 func (c *limitCheck) setRemainingLo(i int32, lo int64) { c.r.remLo[i] = min(c.r.remLo[i], lo) }
 

@@ -19,7 +19,7 @@ func TestModelFor(t *testing.T) {
 	}{
 		{"gcra:10/1s,burst=20", true, "*checker.bucketModel", false, "", 20 * (100e6 + 1000)},
 		{"token_bucket:3/1s,burst=1", false, "*checker.bucketModel", false, "", 333_333_334 + 1000},
-		{"leaky_bucket:5/1s,burst=5", true, "*checker.bucketModel", false, "", 5 * (200e6 + 1000)},
+		{"leaky_bucket:5/1s,burst=5", true, "*checker.queueModel", false, ", as a queue", 5 * (200e6 + 1000)},
 		{"sliding_window_log:100/1m", true, "*checker.slidingLogModel", false, "", int64(time.Minute)},
 		{"sliding_window_log:100/1m", false, "*checker.slidingLogModel", false, "", int64(time.Minute)},
 		{"fixed_window:100/1m", true, "*checker.fixedWindowModel", true, "", int64(time.Minute)},

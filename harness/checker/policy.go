@@ -43,6 +43,11 @@ type Policy struct {
 	// ignored. Proofs then rest on the target's word. Needs a known clock
 	// offset; off by default.
 	TrustDecisionTime bool
+	// QueueSlack is the longest a leaky bucket as a queue may take from an
+	// admitted request's slot to its answer (the handler's and the
+	// network's time), judged only where a decision time is reported. 0
+	// means DefaultQueueSlack.
+	QueueSlack time.Duration
 	// ExpectedStatuses lists 5xx statuses that are part of the declared
 	// behaviour (a fail-closed 503); any other 5xx fails the status check.
 	ExpectedStatuses []int
@@ -106,12 +111,26 @@ func PolicyFromHeader(h history.Header) (Policy, error) {
 	return p, nil
 }
 
+// maxResolution bounds Policy.Resolution: a limiter's clock steps at most
+// a second.
+const maxResolution = time.Second
+
+// validate reports the first field of p outside the ranges the checks'
+// arithmetic holds for: a resolution in [0, 1s], a clock offset and
+// uncertainty within history.MaxTimeNs (as a history's header holds them),
+// each limit valid with a period of at most history.MaxTimeNs, costs and
+// tolerances in range.
 func (p *Policy) validate() error {
-	if p.Resolution < 0 {
-		return fmt.Errorf("%w: resolution %v is negative", ErrInvalidPolicy, p.Resolution)
-	}
-	if p.ClockUncertainty < 0 {
-		return fmt.Errorf("%w: clock uncertainty %v is negative", ErrInvalidPolicy, p.ClockUncertainty)
+	const maxTime = time.Duration(history.MaxTimeNs)
+	switch {
+	case p.Resolution < 0 || p.Resolution > maxResolution:
+		return fmt.Errorf("%w: resolution %v is outside [0, %v]", ErrInvalidPolicy, p.Resolution, maxResolution)
+	case p.ClockUncertainty < 0 || p.ClockUncertainty > maxTime:
+		return fmt.Errorf("%w: clock uncertainty %v is outside [0, %v]", ErrInvalidPolicy, p.ClockUncertainty, maxTime)
+	case p.ClockOffset != nil && (*p.ClockOffset < -maxTime || *p.ClockOffset > maxTime):
+		return fmt.Errorf("%w: clock offset %v is outside [-%v, %v]", ErrInvalidPolicy, *p.ClockOffset, maxTime, maxTime)
+	case p.QueueSlack < 0 || p.QueueSlack > maxTime:
+		return fmt.Errorf("%w: queue slack %v is outside [0, %v]", ErrInvalidPolicy, p.QueueSlack, maxTime)
 	}
 	for i, r := range p.Rules {
 		if len(r.Limits) == 0 {
@@ -126,6 +145,9 @@ func (p *Policy) validate() error {
 		for _, l := range r.Limits {
 			if err := l.Validate(); err != nil {
 				return fmt.Errorf("rule %d: %w", i, err)
+			}
+			if l.Period > maxTime {
+				return fmt.Errorf("%w: rule %d: period %v of %s is longer than a history can span (%v)", ErrInvalidPolicy, i, l.Period, l, maxTime)
 			}
 		}
 	}

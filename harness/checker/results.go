@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -157,10 +158,23 @@ func (r *run) maxResetNs(ri int32) int64 {
 }
 
 // rateLimitFields checks the RateLimit fields (draft-ietf-httpapi-ratelimit-
-// headers, and the X-RateLimit-* convention) against the decision and the
-// model: the limit is one of the policy's, remaining is below the cost on a
-// rejection and no more than the model allows after an admission, and reset
-// is no longer than a full refill.
+// headers: RateLimit and RateLimit-Policy, -07 and later; RateLimit-Limit,
+// -Remaining and -Reset, -06 and before; and the X-RateLimit-* convention)
+// against the decision and the model, each field between both bounds the
+// model allows:
+//
+//   - limit: the capacity of one of the rule's limits;
+//   - remaining: on a rejection below the cost and at least what every
+//     timing leaves; on an admission at most the capacity less the cost,
+//     at most what the requests surely admitted before it leave, and at
+//     least what every timing leaves;
+//   - reset: no longer than a full refill plus a second; for a rule of one
+//     limit, no shorter, less a second of rounding, than the ideal wait of a
+//     rejection or the time an admission's own charge takes to clear;
+//   - RateLimit-Policy: every item's q the capacity of one of the rule's
+//     limits and its w that limit's window in whole seconds (rounded either
+//     way; for a bucket the time to refill the burst, or with q the rate per
+//     period, the period).
 func (r *run) rateLimitFields() Result {
 	res := Result{Name: CheckRateLimitFields, Unit: "responses", Verdict: Pass}
 	var bad []int32
@@ -170,10 +184,11 @@ func (r *run) rateLimitFields() Result {
 	for ri := range r.p.Rules {
 		resetNs[ri] = r.maxResetNs(int32(ri))
 	}
+	policyWhy := map[[2]uint32]string{} // (rule, policy field) → the fault, "" for none
 	for i := range r.d.reqs {
 		q := &r.d.reqs[i]
 		ri := r.ruleOf[i]
-		if ri < 0 || q.rlLimit < 0 && q.rlRemain < 0 && q.rlReset < 0 || q.outcome == history.Error {
+		if ri < 0 || q.rlLimit < 0 && q.rlRemain < 0 && q.rlReset < 0 && q.policy == 0 || q.outcome == history.Error {
 			continue
 		}
 		seen++
@@ -182,6 +197,7 @@ func (r *run) rateLimitFields() Result {
 		for _, l := range limits {
 			minRoom = min(minRoom, l.Capacity()-q.cost)
 		}
+		reset := q.rlReset * int64(time.Second) // below MaxInt64: parseHeaders keeps it to maxRetryAfter
 		var why string
 		switch {
 		case q.rlLimit >= 0 && !slices.ContainsFunc(limits, func(l Limit) bool { return l.Capacity() == q.rlLimit }):
@@ -192,10 +208,24 @@ func (r *run) rateLimitFields() Result {
 			why = fmt.Sprintf("remaining %d after an admission of cost %d exceeds the capacity", q.rlRemain, q.cost)
 		case q.rlRemain >= 0 && q.outcome == history.Admitted && q.rlRemain > r.remHi[i]:
 			why = fmt.Sprintf("remaining %d, where the requests surely admitted before it leave at most %d", q.rlRemain, r.remHi[i])
-		case q.rlRemain >= 0 && q.outcome == history.Admitted && r.remLo[i] != math.MaxInt64 && q.rlRemain < r.remLo[i]:
+		case q.rlRemain >= 0 && r.remLo[i] != math.MaxInt64 && q.rlRemain < r.remLo[i]:
 			why = fmt.Sprintf("remaining %d, where every timing leaves at least %d", q.rlRemain, r.remLo[i])
-		case q.rlReset >= 0 && q.rlReset*int64(time.Second) > resetNs[ri]+int64(time.Second):
+		case q.rlReset >= 0 && reset > resetNs[ri]+int64(time.Second):
 			why = fmt.Sprintf("reset %d s, longer than a full refill (%v)", q.rlReset, time.Duration(resetNs[ri]))
+		case q.rlReset >= 0 && len(limits) == 1 && reset+int64(time.Second) <= r.waitLo[i]:
+			what := "the ideal wait"
+			if q.outcome == history.Admitted {
+				what = "the time its own charge takes to clear"
+			}
+			why = fmt.Sprintf("reset %d s, shorter than %s, at least %v", q.rlReset, what, time.Duration(r.waitLo[i]))
+		case q.policy != 0:
+			k := [2]uint32{uint32(ri), q.policy}
+			w, ok := policyWhy[k]
+			if !ok {
+				w = checkPolicyField(r.d.policies[q.policy], limits)
+				policyWhy[k] = w
+			}
+			why = w
 		}
 		if why != "" {
 			if len(bad) == 0 {
@@ -215,6 +245,132 @@ func (r *run) rateLimitFields() Result {
 		res.Explanation = fmt.Sprintf("all %d responses with RateLimit fields agree with the model", seen)
 	}
 	return res
+}
+
+// policyItem is one quota policy of a RateLimit-Policy field: its quota q
+// and window w in seconds, -1 when absent.
+type policyItem struct {
+	name string
+	q, w int64
+}
+
+// parsePolicyField reads a RateLimit-Policy field: the structured list of
+// draft-ietf-httpapi-ratelimit-headers -07 and later (`"minute";q=100;w=60,
+// "day";q=1000;w=86400`), or the earlier form whose item is the quota
+// itself (`100;w=60`). It returns false when an item's q or w is not a
+// whole number of at least 1 (w) or 0 (q).
+func parsePolicyField(v string) ([]policyItem, bool) {
+	var items []policyItem
+	for _, raw := range splitOutsideQuotes(v, ',') {
+		members := splitOutsideQuotes(raw, ';')
+		it := policyItem{q: -1, w: -1}
+		head := strings.TrimSpace(members[0])
+		if n, err := strconv.ParseInt(head, 10, 64); err == nil {
+			it.q = n
+		} else {
+			it.name = strings.Trim(head, `"`)
+		}
+		for _, m := range members[1:] {
+			k, val, ok := strings.Cut(strings.TrimSpace(m), "=")
+			if !ok || (k != "q" && k != "w") {
+				continue
+			}
+			n, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
+			if err != nil || n < 0 || k == "w" && n < 1 {
+				return nil, false
+			}
+			if k == "q" {
+				it.q = n
+			} else {
+				it.w = n
+			}
+		}
+		if head == "" && it.q < 0 && it.w < 0 {
+			continue
+		}
+		items = append(items, it)
+	}
+	return items, true
+}
+
+// splitOutsideQuotes splits s at every sep outside a quoted string (with
+// backslash escapes, RFC 9651 §3.3.3).
+func splitOutsideQuotes(s string, sep byte) []string {
+	var out []string
+	start, quoted := 0, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case quoted && c == '\\':
+			i++
+		case c == '"':
+			quoted = !quoted
+		case !quoted && c == sep:
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
+}
+
+// checkPolicyField returns why the RateLimit-Policy field v misdescribes
+// limits, or "".
+func checkPolicyField(v string, limits []Limit) string {
+	items, ok := parsePolicyField(v)
+	if !ok {
+		return fmt.Sprintf("RateLimit-Policy %q has a q or w that is not a whole number (w at least 1)", v)
+	}
+	for _, it := range items {
+		if it.q < 0 {
+			continue
+		}
+		matched, windowOK := false, false
+		var want []string
+		for _, l := range limits {
+			for _, f := range policyForms(l) {
+				if f.q != it.q {
+					continue
+				}
+				matched = true
+				if it.w < 0 || it.w >= f.wLo && it.w <= f.wHi {
+					windowOK = true
+				}
+				if w := fmt.Sprintf("w=%d", f.wLo); !slices.Contains(want, w) {
+					want = append(want, w)
+				}
+			}
+		}
+		switch {
+		case !matched:
+			return fmt.Sprintf("RateLimit-Policy q=%d is not the quota of any limit of the policy", it.q)
+		case !windowOK:
+			return fmt.Sprintf("RateLimit-Policy q=%d;w=%d: the limit with that quota has %s", it.q, it.w, strings.Join(want, " or "))
+		}
+	}
+	return ""
+}
+
+// policyForm is a quota and the window bounds, in whole seconds, a
+// RateLimit-Policy item may describe a limit with.
+type policyForm struct{ q, wLo, wHi int64 }
+
+// policyForms lists how a RateLimit-Policy item may describe l: its capacity
+// and its window (a window algorithm's period; a bucket's time to refill the
+// burst, burst × period / rate), and for a bucket whose rate is whole, that
+// rate and the period. Windows are in whole seconds rounded down or up, at
+// least 1.
+func policyForms(l Limit) []policyForm {
+	form := func(q int64, span float64) policyForm {
+		s := span / float64(time.Second)
+		return policyForm{q: q, wLo: max(int64(math.Floor(s)), 1), wHi: max(int64(math.Ceil(s)), 1)}
+	}
+	if l.Algorithm.window() {
+		return []policyForm{form(l.Capacity(), float64(l.Period))}
+	}
+	forms := []policyForm{form(l.Burst, float64(l.Burst)*float64(l.Period)/l.Rate)}
+	if l.Rate == math.Trunc(l.Rate) && l.Rate <= maxCapacity {
+		forms = append(forms, form(int64(l.Rate), float64(l.Period)))
+	}
+	return forms
 }
 
 // headerStyle flags inconsistent rate-limit header styles: one response whose

@@ -11,15 +11,17 @@ import (
 type scratch struct {
 	a, b, c, d []int32
 	vals       []int64
+	cnt, str   []int64
 	tree       maxTree
 	fw         fenwick
 }
 
-// costOf is the total cost of the requests idx.
+// costOf is the total cost of the requests idx, saturating at
+// math.MaxInt64 (2^23 requests of history.MaxCost reach it).
 func costOf(reqs []request, idx []int32) int64 {
 	var s int64
 	for _, i := range idx {
-		s += reqs[i].cost
+		s = satAdd(s, reqs[i].cost)
 	}
 	return s
 }

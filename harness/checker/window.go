@@ -108,8 +108,8 @@ func rollingBudget(c *limitCheck, g []int32, withUnknown bool, W, limit int64) f
 type rollingForm interface {
 	// lookback is how far back, ns, a request may still weigh on a decision.
 	lookback() int64
-	// leftAfter is the lower bound of the remaining budget an admission was
-	// told of when at most u units (its own included) counted.
+	// leftAfter is the lower bound of the remaining budget a request was
+	// told of when at most u units (an admission's own included) counted.
 	leftAfter(u int64) int64
 	// waitHi is the upper bound of rejection q's ideal wait, ns: total is
 	// the cost of the requests that may have come before it, indexed by
@@ -151,8 +151,8 @@ func rollingRoom(c *limitCheck, g []int32, withUnknown bool, L int64, form rolli
 			total += j.cost
 		}
 		u := total - sc.fw.prefix(indexOf(evals, q.sent-lookback-res))
-		if q.outcome == history.Admitted { // u counts its own charge
-			c.setRemainingLo(i, form.leftAfter(u))
+		c.setRemainingLo(i, form.leftAfter(u)) // for an admission, after its own charge
+		if q.outcome == history.Admitted {
 			continue
 		}
 		if float64(u+q.cost)+c.tol > float64(L) {
@@ -163,24 +163,23 @@ func rollingRoom(c *limitCheck, g []int32, withUnknown bool, L int64, form rolli
 }
 
 // windowCounts is how an aligned-window model turns window counts into its
-// per-request conclusions. prev and cur are the units counted in the window
-// before a decision's and in its own (prev only when weighsPrevious), and
-// elapsed the least time, in µs, the decision may lie into the first window
-// it may fall in (0 in the later one).
+// per-request conclusions in the room pass. prev and cur are the units that
+// may have been counted in the window before a decision's and in its own
+// (prev only when weighsPrevious), and e the least time, ns, the decision
+// may lie into that window.
 type windowCounts interface {
 	// weighsPrevious reports whether the previous window's count weighs in.
 	weighsPrevious() bool
 	// left is the remaining budget the counts leave, in whole units.
-	left(prev, cur, elapsed int64) int64
+	left(prev, cur, e int64) int64
 	// exceeds reports whether cost more units, and the tolerance tol, would
 	// break the limit.
-	exceeds(prev, cur, elapsed, cost int64, tol float64) bool
-	// waitHi is the upper bound of rejection q's ideal wait, ns, when it
-	// fell in window lo or hi.
-	waitHi(c *limitCheck, q *request, lo, hi int64) int64
-	// waitLo is the lower bound of rejection q's ideal wait, ns, when window
-	// k surely holds certain units before it; false when there is none.
-	waitLo(c *limitCheck, q *request, k, certain int64) (int64, bool)
+	exceeds(prev, cur, e, cost int64, tol float64) bool
+	// waitHi is the longest a request of cost that found the counts may
+	// wait, ns.
+	waitHi(prev, cur, e, cost int64) int64
+	// maxWait is the longest any request may wait, ns, whatever the counts.
+	maxWait() int64
 }
 
 // alignedBudget counts, per aligned window, the admitted requests whose whole
@@ -232,7 +231,8 @@ func (w windowBase) alignedBudget(c *limitCheck, g []int32, withUnknown bool) fi
 // the requests possibly in k that may have come before it (sent <= its
 // received). The model admits it for sure when its counts leave room in
 // every such k (form.exceeds); an admission was told at least what they
-// leave in the worst such k (form.left).
+// leave in the worst such k, and a rejection at least what they leave
+// before its own charge (form.left).
 func (w windowBase) alignedRoom(c *limitCheck, g []int32, withUnknown bool, form windowCounts) {
 	reqs, sc := c.r.d.reqs, &c.r.sc
 	unc, W := c.r.unc, w.W
@@ -264,7 +264,6 @@ func (w windowBase) alignedRoom(c *limitCheck, g []int32, withUnknown bool, form
 		}
 		return prev, point(k)
 	}
-	wus := W / 1000
 	pj := 0
 	for _, i := range R {
 		q := &reqs[i]
@@ -277,89 +276,34 @@ func (w windowBase) alignedRoom(c *limitCheck, g []int32, withUnknown bool, form
 			}
 		}
 		lo, hi := w.windowOf(c, q.sent, -unc), w.windowOf(c, q.recv, unc)
-		// elapsed is the least time, in µs, the decision may lie into
-		// window k: into lo from the earliest sent time, none into hi.
-		elapsed := func(k int64) int64 {
-			if k != lo {
-				return 0
+		if hi-lo > 1 { // a whole window may lie in [sent, received]
+			if q.outcome == history.Rejected {
+				c.markJustified(i, withUnknown)
+				c.setWaits(i, 0, satAdd(form.maxWait(), c.r.res))
 			}
-			return min(max(c.r.base+q.sent+c.r.off-unc-k*W, 0)/1000, wus)
-		}
-		if q.outcome == history.Admitted { // the counts hold its own charge
-			remLo := int64(math.MinInt64)
-			for k := lo; k <= hi && hi-lo <= 1; k++ {
-				prev, cur := counts(k)
-				r := form.left(prev, cur, elapsed(k))
-				if k == lo {
-					remLo = r
-				}
-				remLo = min(remLo, r)
-			}
-			c.setRemainingLo(i, remLo)
 			continue
 		}
-		justified := hi-lo > 1
-		for k := lo; k <= hi && !justified; k++ {
+		// e(k) is the least time the decision may lie into window k: into
+		// lo from the earliest sent time (less the clock's resolution), none
+		// into hi.
+		tLo := c.r.base + q.sent + c.r.off - unc - c.r.res
+		e := func(k int64) int64 { return min(max(tLo-k*W, 0), W) }
+		remLo, justified, waitHi := int64(math.MaxInt64), false, int64(0)
+		for k := lo; k <= hi; k++ {
 			prev, cur := counts(k)
-			justified = form.exceeds(prev, cur, elapsed(k), q.cost, c.tol)
+			remLo = min(remLo, form.left(prev, cur, e(k)))
+			if q.outcome == history.Rejected {
+				justified = justified || form.exceeds(prev, cur, e(k), q.cost, c.tol)
+				waitHi = max(waitHi, form.waitHi(prev, cur, e(k), q.cost))
+			}
+		}
+		c.setRemainingLo(i, remLo)
+		if q.outcome != history.Rejected { // the counts held its own charge
+			continue
 		}
 		if justified {
 			c.markJustified(i, withUnknown)
 		}
-		c.setWaits(i, 0, form.waitHi(c, q, lo, hi))
-	}
-}
-
-// alignedCertain derives the certain conclusions of an aligned-window
-// model: the counts of the requests surely admitted (in the other pass,
-// with unknown outcomes admitted too), surely in the window and surely
-// decided before the request.
-func (w windowBase) alignedCertain(c *limitCheck, g []int32, withUnknown bool, form windowCounts) {
-	reqs, sc := c.r.d.reqs, &c.r.sc
-	unc := c.r.unc
-	A, Q := sc.a[:0], sc.b[:0]
-	for _, i := range g {
-		q := &reqs[i]
-		if surelyCharged(q, !withUnknown) {
-			A = append(A, i)
-		}
-		if judged(q, withUnknown) && w.windowOf(c, q.sent, -unc) == w.windowOf(c, q.recv, unc) {
-			Q = append(Q, i)
-		}
-	}
-	sc.a, sc.b = A, Q
-	if len(Q) == 0 {
-		return
-	}
-	sortByRecv(reqs, A)
-	qs := sc.vals[:0]
-	for _, i := range Q {
-		qs = append(qs, w.windowOf(c, reqs[i].sent, -unc))
-	}
-	slices.Sort(qs)
-	qs = slices.Compact(qs)
-	sc.vals = qs
-	sc.fw.reset(len(qs))
-	pj := 0
-	for _, i := range Q {
-		q := &reqs[i]
-		for ; pj < len(A) && reqs[A[pj]].recv < q.sent; pj++ {
-			j := &reqs[A[pj]]
-			k := w.windowOf(c, j.sent, -unc)
-			if k != w.windowOf(c, j.recv, unc) {
-				continue
-			}
-			if p, ok := slices.BinarySearch(qs, k); ok {
-				sc.fw.add(p, j.cost)
-			}
-		}
-		k := w.windowOf(c, q.sent, -unc)
-		p, _ := slices.BinarySearch(qs, k)
-		certain := sc.fw.prefix(p) - sc.fw.prefix(p-1)
-		if q.outcome == history.Admitted {
-			c.setRemaining(i, w.L-certain-q.cost)
-		} else if lo, ok := form.waitLo(c, q, k, certain); ok {
-			c.setWaits(i, lo, 0)
-		}
+		c.setWaits(i, 0, satAdd(waitHi, c.r.res))
 	}
 }
