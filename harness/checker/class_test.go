@@ -239,6 +239,8 @@ func TestUnitFor(t *testing.T) {
 		{1, "× limit", "× limit"},
 		{1, "fraction of planned requests sent on time", "fraction of planned requests sent on time"},
 		{-1, "units", "unit"},
+		{1, "transport errors", "transport error"},
+		{1, "requests of unknown outcome", "request of unknown outcome"},
 	}
 	for _, tc := range tests {
 		if got := UnitFor(tc.v, tc.unit); got != tc.want {

@@ -23,23 +23,28 @@ var singulars = map[string]string{
 	"checks":     "check",
 }
 
-// UnitFor is unit as it reads after the number v: its first word in the
-// singular when v is exactly 1 or -1 ("1 unit", "1 result dropped",
-// "1 retry admitted"), unit unchanged otherwise and for units without a
+// UnitFor is unit as it reads after the number v: when v is exactly 1 or
+// -1, its first word in the singular ("1 unit", "1 result dropped",
+// "1 retry admitted") or, when the first is no plural noun, its last
+// ("1 transport error"); unit unchanged otherwise and for units without a
 // plural (ms, × limit).
 func UnitFor(v float64, unit string) string {
 	if v != 1 && v != -1 {
 		return unit
 	}
 	first, rest, _ := strings.Cut(unit, " ")
-	s, ok := singulars[first]
-	if !ok {
-		return unit
+	if s, ok := singulars[first]; ok {
+		if rest != "" {
+			return s + " " + rest
+		}
+		return s
 	}
-	if rest != "" {
-		return s + " " + rest
+	if i := strings.LastIndexByte(unit, ' '); i >= 0 {
+		if s, ok := singulars[unit[i+1:]]; ok {
+			return unit[:i+1] + s
+		}
 	}
-	return s
+	return unit
 }
 
 // Count is n followed by noun, a plural noun (such as "keys" or "requests
