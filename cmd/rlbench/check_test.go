@@ -360,8 +360,8 @@ func TestCheckRunDir(t *testing.T) {
 
 	broken := filepath.Join(dir, "broken")
 	writeRunDir(t, broken, 5, true)
-	if code, out, errOut = runCheck(t, broken); code != exitInvalid || !strings.Contains(out, "[broken] could not run: scenario broken: no redis-server") || !strings.Contains(errOut, "1 of 2 scenarios could not run") {
-		t.Errorf("a scenario that could not run: exit %d, want %d:\n%s\n%s", code, exitInvalid, out, errOut)
+	if code, out, errOut = runCheck(t, broken); code != exitHarnessError || !strings.Contains(out, "[broken] could not run: scenario broken: no redis-server") || !strings.Contains(errOut, "1 of 2 scenarios could not run") {
+		t.Errorf("a scenario that could not run: exit %d, want %d (the harness's error):\n%s\n%s", code, exitHarnessError, out, errOut)
 	}
 
 	for _, tc := range []struct {
