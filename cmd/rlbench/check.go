@@ -269,13 +269,17 @@ func (c *checkCommand) checkRunDir(dir, summaryPath string) error {
 			diffs = append(diffs, compareSaved(saved, sc.Name, results)...)
 		}
 	}
-	fmt.Fprintf(c.stdout, "Verdict: %s. %s re-checked from %s.\n", s.Status, reports.TotalsLine(s.Totals), dir)
+	fmt.Fprintf(c.stdout, "Verdict: %s. %s (re-checked from %s).\n", s.Status, reports.TotalsLine(s.Totals), dir)
 	switch {
 	case saved == nil:
 	case len(diffs) == 0:
 		fmt.Fprintf(c.stdout, "Every check agrees with %s.\n", filepath.Join(dir, "summary.json"))
 	default:
-		fmt.Fprintf(c.stdout, "%d checks differ from %s (a run by another rlbench version, or a changed file):\n  %s\n", len(diffs), filepath.Join(dir, "summary.json"), strings.Join(diffs, "\n  "))
+		verb := "differ"
+		if len(diffs) == 1 {
+			verb = "differs"
+		}
+		fmt.Fprintf(c.stdout, "%s %s from %s (a run by another rlbench version, or a changed file):\n  %s\n", checker.Count(len(diffs), "checks"), verb, filepath.Join(dir, "summary.json"), strings.Join(diffs, "\n  "))
 	}
 	if summaryPath != "" {
 		if err := s.WriteFile(summaryPath); err != nil {

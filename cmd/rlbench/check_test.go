@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"reflect"
 	"strings"
 	"testing"
@@ -354,7 +355,7 @@ func TestCheckRunDir(t *testing.T) {
 	// fails, and says where it departs from the summary.
 	writeHistory(t, filepath.Join(passing, "cli", "history.jsonl.gz"), 6)
 	code, out, _ = runCheck(t, passing)
-	if code != exitCheckFailed || !strings.Contains(out, "checks differ from ") || !strings.Contains(out, "cli: budget") {
+	if code != exitCheckFailed || !regexp.MustCompile(`\n(1 check differs|\d+ checks differ) from `).MatchString(out) || !strings.Contains(out, "cli: budget") {
 		t.Errorf("changed history: exit %d, want %d, naming the budget as differing:\n%s", code, exitCheckFailed, out)
 	}
 
