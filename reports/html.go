@@ -45,14 +45,18 @@ func WriteHTML(w io.Writer, run *Run) error {
 type fact struct{ Label, Value, Note string }
 
 type page struct {
-	Verdict       string
-	VerdictClass  string
+	Verdict      string
+	VerdictClass string
+	// Totals counts the scenarios by status (TotalsLine), CheckCounts the
+	// checks; HarnessNote is HarnessErrorNote when the run's status is
+	// error.
+	Totals        string
+	CheckCounts   string
+	HarnessNote   string
 	Meta          []fact
 	Overview      []overviewRow
+	Skipped       []checker.SkippedScenario
 	Checks        []checkRow
-	Failed        int
-	Unknown       int
-	Passed        int
 	Sections      []section
 	GeneratedNote string
 }
@@ -107,40 +111,56 @@ type latencyRow struct {
 // latencyQuantiles are the percentiles the latency table lists.
 var latencyQuantiles = []float64{50, 90, 99, 99.9, 100}
 
-func verdictText(v checker.Verdict) (text, class string) {
-	switch v {
-	case checker.Pass:
+// statusText is a status as the page shows it, and its CSS class: a
+// harness's error is ERROR, apart from the limiter's FAIL.
+func statusText(s checker.Status) (text, class string) {
+	switch s {
+	case checker.StatusPass:
 		return "✓ pass", "pass"
-	case checker.Fail:
+	case checker.StatusFail:
 		return "✗ FAIL", "fail"
+	case checker.StatusError:
+		return "⚠ ERROR", "error"
+	case checker.StatusSkipped:
+		return "– skipped", "skipped"
 	}
 	return "? unknown", "unknown"
 }
 
-func verdictRank(v checker.Verdict) int {
-	switch v {
-	case checker.Fail:
+// statusRank orders the checks table: the limiter's failures, its unknown
+// verdicts, the harness's errors, then passes.
+func statusRank(class string) int {
+	switch checker.Status(class) {
+	case checker.StatusFail:
 		return 0
-	case checker.Pass:
+	case checker.StatusUnknown:
+		return 1
+	case checker.StatusError:
 		return 2
 	}
-	return 1
+	return 3
 }
 
 func buildPage(run *Run) *page {
 	pg := &page{}
-	pg.Verdict, pg.VerdictClass = verdictText(run.Summary.Verdict)
+	pg.Verdict, pg.VerdictClass = statusText(run.Summary.Status)
+	pg.Totals = TotalsLine(run.Summary.Totals)
+	if run.Summary.Status == checker.StatusError {
+		pg.HarnessNote = HarnessErrorNote
+	}
 	pg.Meta = metaFacts(run)
+	pg.Skipped = run.Summary.Skipped
+	var failed, unknown, errs, passed int
 	for _, sc := range run.Scenarios {
 		pg.Overview = append(pg.Overview, overviewOf(sc))
 		proofs := proofViews(sc)
 		sec := sectionOf(sc, proofs)
 		for _, r := range sc.Summary.Checks {
-			v, cls := verdictText(r.Verdict)
+			v, cls := statusText(r.Status())
 			row := checkRow{
 				Scenario: sc.Summary.Name, ScenarioAnchor: anchor(sc.Summary.Name, ""),
 				Label: CheckLabel(r), Verdict: v, VerdictClass: cls,
-				Observed: FormatNumber(r.Observed), Bound: FormatNumber(r.Bound), Unit: r.Unit, Explanation: r.Explanation,
+				Observed: FormatNumber(r.Observed), Bound: FormatNumber(r.Bound), Unit: checker.UnitFor(r.Observed, r.Unit), Explanation: r.Explanation,
 			}
 			if r.Verdict != checker.Pass {
 				for _, pv := range proofs {
@@ -149,20 +169,27 @@ func buildPage(run *Run) *page {
 					}
 				}
 			}
-			switch r.Verdict {
-			case checker.Fail:
-				pg.Failed++
-			case checker.Pass:
-				pg.Passed++
+			switch r.Status() {
+			case checker.StatusFail:
+				failed++
+			case checker.StatusPass:
+				passed++
+			case checker.StatusError:
+				errs++
 			default:
-				pg.Unknown++
+				unknown++
 			}
 			pg.Checks = append(pg.Checks, row)
 		}
 		pg.Sections = append(pg.Sections, sec)
 	}
+	for _, sk := range run.Summary.Skipped {
+		v, cls := statusText(checker.StatusSkipped)
+		pg.Overview = append(pg.Overview, overviewRow{Name: sk.Name, Verdict: v, VerdictClass: cls})
+	}
+	pg.CheckCounts = fmt.Sprintf("Checks: %d failed, %d unknown, %s, %d passed", failed, unknown, checker.Count(errs, "harness errors"), passed)
 	slices.SortStableFunc(pg.Checks, func(a, b checkRow) int {
-		return verdictRank(checker.Verdict(a.VerdictClass)) - verdictRank(checker.Verdict(b.VerdictClass))
+		return statusRank(a.VerdictClass) - statusRank(b.VerdictClass)
 	})
 	if len(pg.Checks) > 0 && pg.Checks[0].VerdictClass == string(checker.Fail) && pg.Checks[0].Proof != nil {
 		pg.Checks[0].Open = true
@@ -251,7 +278,7 @@ func redisLabel(r runrecord.RedisInfo) string {
 
 func overviewOf(sc *Scenario) overviewRow {
 	row := overviewRow{Name: sc.Summary.Name, Anchor: anchor(sc.Summary.Name, "")}
-	row.Verdict, row.VerdictClass = verdictText(sc.Summary.Verdict)
+	row.Verdict, row.VerdictClass = statusText(sc.Summary.Status)
 	if rec := sc.Record; rec != nil {
 		row.Seed = strconv.FormatInt(rec.Seed, 10)
 		row.Redis = redisLabel(rec.Redis)
@@ -263,7 +290,7 @@ func overviewOf(sc *Scenario) overviewRow {
 
 func sectionOf(sc *Scenario, proofs []*proofView) section {
 	s := section{Name: sc.Summary.Name, Anchor: anchor(sc.Summary.Name, ""), Proofs: proofs}
-	s.Verdict, s.VerdictClass = verdictText(sc.Summary.Verdict)
+	s.Verdict, s.VerdictClass = statusText(sc.Summary.Status)
 	if rec := sc.Record; rec != nil {
 		s.Description = rec.Description
 		s.Facts = append(s.Facts,
@@ -300,8 +327,13 @@ func sectionOf(sc *Scenario, proofs []*proofView) section {
 			s.Problem = "The scenario could not run: " + rec.Error
 		}
 	}
-	if d := sc.digest; d != nil {
-		s.Facts = append(s.Facts, fact{Label: "history", Value: fmt.Sprintf("%d requests, %d keys, %d on routes without limits", d.records, len(d.keys), d.unrouted)})
+	switch d := sc.digest; {
+	case sc.Summary.Counts != nil:
+		// The verdict table's own counts, so that the report never counts
+		// otherwise.
+		s.Facts = append(s.Facts, fact{Label: "history", Value: CountsLine(*sc.Summary.Counts)})
+	case d != nil:
+		s.Facts = append(s.Facts, fact{Label: "history", Value: fmt.Sprintf("%s, %s, %d on routes without limits", checker.Count(d.records, "requests"), checker.Count(len(d.keys), "keys"), d.unrouted)})
 	}
 	s.Charts = append(s.Charts, outcomesChart(sc))
 	s.Charts = append(s.Charts, budgetCharts(sc)...)
@@ -382,8 +414,8 @@ func proofViews(sc *Scenario) []*proofView {
 			for _, rec := range pd.rows {
 				pv.Rows = append(pv.Rows, requestRowOf(&rec, mark && pd.ids[rec.ID]))
 			}
-			pv.Summary = fmt.Sprintf("%d requests named by the proof or of its key on a limited route within the interval: %d admitted (%d units), %d rejected, %d errors",
-				pd.total, pd.byOut[0], pd.units[0], pd.byOut[1], pd.byOut[2])
+			pv.Summary = fmt.Sprintf("%s named by the proof or of its key on a limited route within the interval: %d admitted (%s), %d rejected, %d unknown",
+				checker.Count(pd.total, "requests"), pd.byOut[0], checker.Count(int(pd.units[0]), "units"), pd.byOut[1], pd.byOut[2])
 			if len(pd.rows) < pd.total {
 				pv.Summary += fmt.Sprintf("; %d are listed, the named ones first", len(pd.rows))
 			}

@@ -687,3 +687,34 @@ func mustParse(t *testing.T, spec string) limiter.Limit {
 	}
 	return l
 }
+
+// TestReportHarnessErrorAndSkips: the header shows the run's status (ERROR
+// when only the harness failed), the scenarios by status with the skipped
+// ones, and a harness check's row apart from a limiter's failure.
+func TestReportHarnessErrorAndSkips(t *testing.T) {
+	dir := t.TempDir()
+	s := checker.NewSummary(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s.AddReport("busy", &checker.Report{Counts: checker.Counts{Records: 10, Keys: 9, ProbeKeys: 1, Admitted: 10}, Results: []checker.Result{
+		{Name: checker.CheckBudget, Verdict: checker.Pass, Observed: 1, Bound: 10, Unit: "units"},
+		{Name: checker.CheckLoadDelivered, Verdict: checker.Fail, Observed: 0.83, Bound: 0.95, Unit: "fraction"},
+	}})
+	s.AddSkipped("peer-nginx-delay", "nginx is not installed: apt-get install nginx")
+	if err := s.WriteFile(filepath.Join(dir, SummaryFile)); err != nil {
+		t.Fatal(err)
+	}
+	page := string(render(t, dir))
+	for _, want := range []string{
+		`<span class="badge error">⚠ ERROR</span>`,
+		`<p class="counts">2 scenarios: 1 harness error, 1 skipped. Checks: 0 failed, 0 unknown, 1 harness error, 1 passed.</p>`,
+		`<p class="problem">` + HarnessErrorNote + `</p>`,
+		`<tr class="error"><td class="verdict">⚠ ERROR</td><td><a href="#s-busy">busy</a></td><td>load-delivered</td>`,
+		`<td>budget</td><td class="num">1</td><td class="num">10</td><td>unit</td>`,
+		`<tr class="skipped"><td class="verdict">– skipped</td><td>peer-nginx-delay</td>`,
+		`<p class="skipped">Skipped: peer-nginx-delay: nginx is not installed: apt-get install nginx</p>`,
+		`<dt>history</dt><dd>10 records, 8 keys &#43; the probe&#39;s key: 10 admitted`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %s", want)
+		}
+	}
+}

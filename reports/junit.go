@@ -15,13 +15,20 @@ import (
 
 // JUnit XML as CI systems read it (Jenkins, GitLab, GitHub Actions
 // reporters): one <testsuite> per scenario, one <testcase> per check. A
-// failed check is a <failure>; an unknown one is a <failure type="unknown">
-// too, since a gate must not pass what it could not prove.
+// failed check of the limiter is a <failure>; an unknown one is a
+// <failure type="unknown"> too, since a gate must not pass what it could
+// not prove. A check of the harness that did not pass (a generator that
+// fell behind, a fault never injected, a scenario that could not run) is
+// an <error>, as JUnit means it: the test could not be carried out, which
+// is not the limiter's failure. A skipped scenario is a suite of one
+// <testcase name="run"> with <skipped message="why">.
 type junitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
 	Name     string       `xml:"name,attr"`
 	Tests    int          `xml:"tests,attr"`
 	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Skipped  int          `xml:"skipped,attr"`
 	Suites   []junitSuite `xml:"testsuite"`
 }
 
@@ -29,6 +36,8 @@ type junitSuite struct {
 	Name     string      `xml:"name,attr"`
 	Tests    int         `xml:"tests,attr"`
 	Failures int         `xml:"failures,attr"`
+	Errors   int         `xml:"errors,attr"`
+	Skipped  int         `xml:"skipped,attr"`
 	Time     string      `xml:"time,attr,omitempty"`
 	Cases    []junitCase `xml:"testcase"`
 }
@@ -37,6 +46,8 @@ type junitCase struct {
 	Name      string        `xml:"name,attr"`
 	ClassName string        `xml:"classname,attr"`
 	Failure   *junitFailure `xml:"failure,omitempty"`
+	Error     *junitFailure `xml:"error,omitempty"`
+	Skipped   *junitSkipped `xml:"skipped,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
 }
 
@@ -46,23 +57,42 @@ type junitFailure struct {
 	Body    string `xml:",chardata"`
 }
 
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
+}
+
 // WriteJUnit writes s as JUnit XML.
 func WriteJUnit(w io.Writer, s *checker.Summary) error {
 	out := junitSuites{Name: "rlbench"}
+	add := func(suite junitSuite) {
+		suite.Tests = len(suite.Cases)
+		out.Tests += suite.Tests
+		out.Failures += suite.Failures
+		out.Errors += suite.Errors
+		out.Skipped += suite.Skipped
+		out.Suites = append(out.Suites, suite)
+	}
 	for _, sc := range s.Scenarios {
 		suite := junitSuite{Name: sc.Name}
 		for _, r := range sc.Checks {
 			c := junitCase{Name: CheckLabel(r), ClassName: "rlbench." + sc.Name, SystemOut: outcomeLine(r)}
-			if r.Verdict != checker.Pass {
+			switch r.Status() {
+			case checker.StatusPass:
+			case checker.StatusError:
+				c.Error = &junitFailure{Type: "harness", Message: outcomeLine(r), Body: proofText(r)}
+				suite.Errors++
+			default:
 				c.Failure = &junitFailure{Type: string(r.Verdict), Message: outcomeLine(r), Body: proofText(r)}
 				suite.Failures++
 			}
 			suite.Cases = append(suite.Cases, c)
 		}
-		suite.Tests = len(suite.Cases)
-		out.Tests += suite.Tests
-		out.Failures += suite.Failures
-		out.Suites = append(out.Suites, suite)
+		add(suite)
+	}
+	for _, sk := range s.Skipped {
+		add(junitSuite{Name: sk.Name, Skipped: 1, Cases: []junitCase{{
+			Name: checker.CheckCouldRun, ClassName: "rlbench." + sk.Name, Skipped: &junitSkipped{Message: sk.Reason},
+		}}})
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return fmt.Errorf("write junit: %w", err)
@@ -85,10 +115,11 @@ func CheckLabel(r checker.Result) string {
 	return r.Name + " [" + r.Scope + "]"
 }
 
-// outcomeLine is the one-line statement of a result: verdict, observed
-// against bound, and the explanation.
+// outcomeLine is the one-line statement of a result: verdict (error for the
+// harness's), observed against bound, and the explanation.
 func outcomeLine(r checker.Result) string {
-	return fmt.Sprintf("%s: observed %s %s, bound %s %s: %s", r.Verdict, FormatNumber(r.Observed), r.Unit, FormatNumber(r.Bound), r.Unit, r.Explanation)
+	return fmt.Sprintf("%s: observed %s %s, bound %s %s: %s", strings.ToLower(VerdictLabel(r)), FormatNumber(r.Observed), checker.UnitFor(r.Observed, r.Unit),
+		FormatNumber(r.Bound), checker.UnitFor(r.Bound, r.Unit), r.Explanation)
 }
 
 func proofText(r checker.Result) string {
@@ -99,7 +130,7 @@ func proofText(r checker.Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "key %s, interval %d ns .. %d ns since the run's start\nrequests: %v\n", p.Key, p.FromNs, p.ToNs, p.RequestIDs)
 	for _, is := range p.Instances {
-		fmt.Fprintf(&b, "instance %s: %d requests, %d units\n", is.Instance, is.Requests, is.Cost)
+		fmt.Fprintf(&b, "instance %s: %s, %s\n", is.Instance, checker.Count(is.Requests, "requests"), checker.Count(int(is.Cost), "units"))
 	}
 	return b.String()
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlbench/rlbench/harness/checker"
 )
@@ -40,5 +41,50 @@ func TestWriteJUnit(t *testing.T) {
 	}
 	if got.Suites[0].Cases[1].Failure != nil {
 		t.Fatal("a passing check has a failure element")
+	}
+}
+
+// TestWriteJUnitHarnessAndSkips: a harness check that did not pass is an
+// <error>, a limiter's failure a <failure>, a skipped scenario a
+// <skipped message>, each counted on its suite and the whole; "1 unit".
+func TestWriteJUnitHarnessAndSkips(t *testing.T) {
+	s := checker.NewSummary(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s.Add("busy", []checker.Result{
+		{Name: checker.CheckBudget, Verdict: checker.Pass, Observed: 1, Bound: 1, Unit: "units", Explanation: "tight"},
+		{Name: checker.CheckLoadDelivered, Verdict: checker.Fail, Observed: 0.83, Bound: 0.95, Unit: "fraction of planned requests sent on time", Explanation: "behind"},
+		{Name: checker.CheckMaxLatency, Class: checker.ClassHarness, Verdict: checker.Unknown, Observed: 12, Bound: 500, Unit: "ms", Explanation: "invalid"},
+	})
+	s.Add("over", []checker.Result{{Name: checker.CheckBudget, Verdict: checker.Fail, Observed: 12, Bound: 10, Unit: "units"}})
+	s.AddSkipped("peer-nginx-delay", "nginx is not installed: apt-get install nginx")
+	var buf bytes.Buffer
+	if err := WriteJUnit(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	var got junitSuites
+	if err := xml.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatalf("junit.xml does not parse: %v\n%s", err, buf.String())
+	}
+	if got.Tests != 5 || got.Failures != 1 || got.Errors != 2 || got.Skipped != 1 {
+		t.Errorf("tests=%d failures=%d errors=%d skipped=%d, want 5, 1, 2, 1:\n%s", got.Tests, got.Failures, got.Errors, got.Skipped, buf.String())
+	}
+	if len(got.Suites) != 3 {
+		t.Fatalf("%d suites, want 3", len(got.Suites))
+	}
+	busy := got.Suites[0]
+	if busy.Errors != 2 || busy.Failures != 0 {
+		t.Errorf("suite busy: errors=%d failures=%d, want 2 and 0", busy.Errors, busy.Failures)
+	}
+	if c := busy.Cases[1]; c.Error == nil || c.Failure != nil || c.Error.Type != "harness" || !strings.HasPrefix(c.Error.Message, "error: observed 0.83") {
+		t.Errorf("load-delivered case = %+v, want an <error type=harness>", c)
+	}
+	if c := busy.Cases[0]; !strings.Contains(c.SystemOut, "observed 1 unit, bound 1 unit") {
+		t.Errorf("system-out = %q, want the unit in the singular", c.SystemOut)
+	}
+	if c := got.Suites[1].Cases[0]; c.Failure == nil || c.Error != nil || c.Failure.Type != "fail" {
+		t.Errorf("budget case = %+v, want a <failure type=fail>", c)
+	}
+	sk := got.Suites[2]
+	if sk.Name != "peer-nginx-delay" || sk.Skipped != 1 || len(sk.Cases) != 1 || sk.Cases[0].Skipped == nil || sk.Cases[0].Skipped.Message != "nginx is not installed: apt-get install nginx" {
+		t.Errorf("skipped suite = %+v", sk)
 	}
 }

@@ -204,7 +204,7 @@ func writeSynthRun(tb testing.TB, dir string, scs []synthScenario) {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		summary.Add(s.name, rep.Results)
+		summary.AddReport(s.name, rep)
 		lim, _ := limiter.ParseLimit(s.limit)
 		sr := runrecord.ScenarioRecord{
 			Name: s.name, Description: s.desc, Source: "scenarios/" + s.name + ".yaml", Seed: int64(s.seed),

@@ -14,21 +14,64 @@ import (
 // WriteText writes rep's verdicts as the plain-text table `rlbench run` and
 // `rlbench check` print, one row per result (check, scope, verdict, observed,
 // bound, unit, explanation) in columns aligned with spaces, then a line of
-// totals ending in the verdict. Numbers are FormatNumber's. The only errors
-// are w's.
+// totals (CountsLine) ending in the status, and, when only the harness
+// failed, a line saying so. The VERDICT column is VerdictLabel's. Numbers
+// are FormatNumber's. The only errors are w's.
 func WriteText(w io.Writer, rep *checker.Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHECK\tSCOPE\tVERDICT\tOBSERVED\tBOUND\tUNIT\tEXPLANATION")
 	for _, r := range rep.Results {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Scope, strings.ToUpper(string(r.Verdict)),
-			FormatNumber(r.Observed), FormatNumber(r.Bound), r.Unit, r.Explanation)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Scope, VerdictLabel(r),
+			FormatNumber(r.Observed), FormatNumber(r.Bound), checker.UnitFor(r.Observed, r.Unit), r.Explanation)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\n%d records, %d keys: %d admitted, %d rejected, %d unknown (%d transport errors), %d unmatched by the policy. Verdict: %s\n",
-		rep.Records, rep.Keys, rep.Admitted, rep.Rejected, rep.Unknown, rep.TransportErrors, rep.Unmatched, strings.ToUpper(string(rep.Verdict())))
-	return err
+	status := rep.Status()
+	if _, err := fmt.Fprintf(w, "\n%s. Verdict: %s\n", CountsLine(rep.Counts), strings.ToUpper(string(status))); err != nil {
+		return err
+	}
+	if status == checker.StatusError {
+		_, err := fmt.Fprintln(w, HarnessErrorNote)
+		return err
+	}
+	return nil
+}
+
+// HarnessErrorNote is what every output says of a run whose status is
+// error.
+const HarnessErrorNote = "ERROR: the harness could not make a valid test (the ERROR rows); no limiter check failed."
+
+// VerdictLabel is a result's verdict as the verdict tables print it: PASS,
+// FAIL or UNKNOWN for the limiter's checks, ERROR for a check of the
+// harness that did not pass (checker.StatusError).
+func VerdictLabel(r checker.Result) string {
+	if r.Status() == checker.StatusError {
+		return "ERROR"
+	}
+	return strings.ToUpper(string(r.Verdict))
+}
+
+// CountsLine is a history's counts in one line, as the verdict table, the
+// report and the step summary print them: "1230 records, 8 keys + the
+// probe's key: 1100 admitted, 130 rejected, 0 unknown (0 transport
+// errors), 0 unmatched by the policy", with "; 242 during a fault (judged
+// by the fault checks)" before the unmatched when there were faults.
+func CountsLine(c checker.Counts) string {
+	keys := checker.Count(c.TrafficKeys(), "keys")
+	switch c.ProbeKeys {
+	case 0:
+	case 1:
+		keys += " + the probe's key"
+	default:
+		keys += " + the probes' " + checker.Count(c.ProbeKeys, "keys")
+	}
+	faulted := ""
+	if c.Faulted > 0 {
+		faulted = fmt.Sprintf(", %d during a fault (judged by the fault checks)", c.Faulted)
+	}
+	return fmt.Sprintf("%s, %s: %d admitted, %d rejected, %d unknown (%s)%s, %d unmatched by the policy",
+		checker.Count(c.Records, "records"), keys, c.Admitted, c.Rejected, c.Unknown, checker.Count(c.TransportErrors, "transport errors"), faulted, c.Unmatched)
 }
 
 // FormatNumber prints v as every verdict table shows an observed value or a
@@ -55,4 +98,25 @@ func FormatNumber(v float64) string {
 		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
 	}
 	return s
+}
+
+// TotalsLine counts a run's scenarios by status, as the last line of
+// `rlbench run`, the report and the step summary print them: "12
+// scenarios: 9 passed, 3 skipped", naming only the statuses that occur,
+// in the order passed, failed, unknown, harness errors, skipped.
+func TotalsLine(t checker.Totals) string {
+	var parts []string
+	for _, p := range []struct {
+		n    int
+		what string
+	}{{t.Passed, "passed"}, {t.Failed, "failed"}, {t.Unknown, "unknown"}, {t.Errors, "harness errors"}, {t.Skipped, "skipped"}} {
+		if p.n > 0 {
+			parts = append(parts, checker.Count(p.n, p.what))
+		}
+	}
+	line := checker.Count(t.Scenarios, "scenarios")
+	if len(parts) > 0 {
+		line += ": " + strings.Join(parts, ", ")
+	}
+	return line
 }

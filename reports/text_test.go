@@ -43,12 +43,14 @@ func TestFormatNumber(t *testing.T) {
 }
 
 // TestWriteText: the verdict table prints observed values and bounds through
-// FormatNumber, upper-case verdicts, and the totals line with the verdict.
+// FormatNumber, upper-case verdicts (ERROR for the harness's), units in the
+// singular after 1, and the totals line with the status.
 func TestWriteText(t *testing.T) {
-	rep := &checker.Report{Records: 12, Keys: 2, Admitted: 10, Rejected: 1, Unknown: 1, TransportErrors: 1, Results: []checker.Result{
+	rep := &checker.Report{Counts: checker.Counts{Records: 12, Keys: 2, Admitted: 10, Rejected: 1, Unknown: 1, TransportErrors: 1}, Results: []checker.Result{
 		{Name: "budget", Scope: "all routes: 10 req/s (burst 10)", Verdict: checker.Pass, Observed: 10, Bound: 10.000833333, Unit: "units", Explanation: "tightest"},
 		{Name: "load-delivered", Verdict: checker.Fail, Observed: 0.26699999999999996, Bound: 0.9, Unit: "rate", Explanation: "behind"},
-		{Name: "max-latency", Verdict: checker.Pass, Observed: 35.68000000000001, Bound: 500, Unit: "ms"},
+		{Name: "max-latency", Class: checker.ClassHarness, Verdict: checker.Unknown, Observed: 35.68000000000001, Bound: 500, Unit: "ms"},
+		{Name: "history-complete", Verdict: checker.Fail, Observed: 1, Bound: 0, Unit: "results dropped"},
 	}}
 	var buf bytes.Buffer
 	if err := WriteText(&buf, rep); err != nil {
@@ -58,8 +60,9 @@ func TestWriteText(t *testing.T) {
 	for i, want := range [][]string{
 		{"CHECK", "SCOPE", "VERDICT", "OBSERVED", "BOUND", "UNIT", "EXPLANATION"},
 		{"budget", "all", "routes:", "10", "req/s", "(burst", "10)", "PASS", "10", "10.0008", "units", "tightest"},
-		{"load-delivered", "FAIL", "0.267", "0.9", "rate", "behind"},
-		{"max-latency", "PASS", "35.68", "500", "ms"},
+		{"load-delivered", "ERROR", "0.267", "0.9", "rate", "behind"},
+		{"max-latency", "ERROR", "35.68", "500", "ms"},
+		{"history-complete", "ERROR", "1", "0", "result", "dropped"},
 	} {
 		if got := strings.Fields(lines[i]); strings.Join(got, " ") != strings.Join(want, " ") {
 			t.Errorf("line %d = %q, want the fields %q", i, lines[i], want)
@@ -70,7 +73,57 @@ func TestWriteText(t *testing.T) {
 	if got := strings.Index(lines[2], "0.267"); got != col {
 		t.Errorf("observed value at column %d, want %d:\n%s", got, col, buf.String())
 	}
-	if want := "12 records, 2 keys: 10 admitted, 1 rejected, 1 unknown (1 transport errors), 0 unmatched by the policy. Verdict: FAIL\n"; !strings.HasSuffix(buf.String(), want) {
-		t.Errorf("totals line: got\n%s\nwant the suffix %q", buf.String(), want)
+	want := "12 records, 2 keys: 10 admitted, 1 rejected, 1 unknown (1 transport error), 0 unmatched by the policy. Verdict: ERROR\n" + HarnessErrorNote + "\n"
+	if !strings.HasSuffix(buf.String(), want) {
+		t.Errorf("totals: got\n%s\nwant the suffix %q", buf.String(), want)
+	}
+
+	// A limiter failure takes precedence: FAIL, and no harness note.
+	rep.Results = append(rep.Results, checker.Result{Name: "budget", Scope: "b", Verdict: checker.Fail, Observed: 11, Bound: 10, Unit: "units"})
+	buf.Reset()
+	if err := WriteText(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(buf.String(), "Verdict: FAIL\n") {
+		t.Errorf("with a limiter failure: got\n%s\nwant it to end in Verdict: FAIL", buf.String())
+	}
+}
+
+func TestCountsLine(t *testing.T) {
+	tests := []struct {
+		name string
+		c    checker.Counts
+		want string
+	}{
+		{"probe key named", checker.Counts{Records: 1230, Keys: 9, ProbeKeys: 1, Admitted: 1100, Rejected: 130},
+			"1230 records, 8 keys + the probe's key: 1100 admitted, 130 rejected, 0 unknown (0 transport errors), 0 unmatched by the policy"},
+		{"faults and singulars", checker.Counts{Records: 1, Keys: 1, Admitted: 1, TransportErrors: 1, Faulted: 1},
+			"1 record, 1 key: 1 admitted, 0 rejected, 0 unknown (1 transport error), 1 during a fault (judged by the fault checks), 0 unmatched by the policy"},
+		{"several probes' keys", checker.Counts{Records: 5, Keys: 4, ProbeKeys: 2, Admitted: 5},
+			"5 records, 2 keys + the probes' 2 keys: 5 admitted, 0 rejected, 0 unknown (0 transport errors), 0 unmatched by the policy"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := CountsLine(tc.c); got != tc.want {
+				t.Errorf("CountsLine =\n%q\nwant\n%q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestTotalsLine(t *testing.T) {
+	tests := []struct {
+		t    checker.Totals
+		want string
+	}{
+		{checker.Totals{Scenarios: 12, Passed: 9, Skipped: 3}, "12 scenarios: 9 passed, 3 skipped"},
+		{checker.Totals{Scenarios: 1, Errors: 1}, "1 scenario: 1 harness error"},
+		{checker.Totals{Scenarios: 5, Passed: 1, Failed: 1, Unknown: 1, Errors: 1, Skipped: 1}, "5 scenarios: 1 passed, 1 failed, 1 unknown, 1 harness error, 1 skipped"},
+		{checker.Totals{}, "0 scenarios"},
+	}
+	for _, tc := range tests {
+		if got := TotalsLine(tc.t); got != tc.want {
+			t.Errorf("TotalsLine(%+v) = %q, want %q", tc.t, got, tc.want)
+		}
 	}
 }

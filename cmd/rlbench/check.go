@@ -35,8 +35,9 @@ the --out of 'rlbench run', re-checks every scenario of the run from its
 histories and run.json alone (only --summary applies), prints the verdict
 tables 'rlbench run' printed, and says whether they agree with
 RUN_DIR/summary.json.`,
-	footer: `Exit codes: 0 every check passed, 1 a check failed or its verdict is
-unknown, 2 invalid input or usage.`,
+	footer: `Exit codes: 0 every check passed; 1 a check of the limiter failed or its
+verdict is unknown; 2 invalid input or usage; 3 only checks of the harness
+(ERROR) did not pass, or a scenario of RUN_DIR could not run.`,
 }
 
 func (c *checkCommand) Usage() string { return checkHelp.text(new(checkFlags).flagSet()) }
@@ -184,18 +185,12 @@ func (c *checkCommand) Run(_ context.Context, args []string) error {
 	}
 	if summary != "" {
 		s := checker.NewSummary(time.Now())
-		s.Add(filepath.Base(path), rep.Results)
+		s.AddReport(filepath.Base(path), rep)
 		if err := s.WriteFile(summary); err != nil {
 			return err
 		}
 	}
-	switch rep.Verdict() {
-	case checker.Fail:
-		return errChecksFailed
-	case checker.Unknown:
-		return fmt.Errorf("%w: requests of unknown outcome decide a verdict", errChecksFailed)
-	}
-	return nil
+	return statusError(rep.Status())
 }
 
 // recordBeside returns the scenario's entry of the run.json of the run
@@ -251,7 +246,8 @@ func (c *checkCommand) checkRunDir(dir, summaryPath string) error {
 		if sc.Error != "" {
 			// As `rlbench run` recorded it: a scenario that could not run fails.
 			fmt.Fprintf(c.stdout, "[%s] could not run: %s\n\n", sc.Name, sc.Error)
-			results = []checker.Result{{Name: "run", Verdict: checker.Fail, Unit: "scenario", Explanation: sc.Error}}
+			results = []checker.Result{checker.CouldNotRun(errors.New(sc.Error))}
+			s.Add(sc.Name, results)
 			couldNotRun++
 		} else {
 			rep, err := checker.CheckScenario(dir, sc)
@@ -267,34 +263,34 @@ func (c *checkCommand) checkRunDir(dir, summaryPath string) error {
 			}
 			fmt.Fprintln(c.stdout)
 			results = rep.Results
+			s.AddReport(sc.Name, rep)
 		}
-		s.Add(sc.Name, results)
 		if saved != nil {
 			diffs = append(diffs, compareSaved(saved, sc.Name, results)...)
 		}
 	}
-	fmt.Fprintf(c.stdout, "Verdict: %s. %d scenarios re-checked from %s.\n", s.Verdict, len(rec.Scenarios), dir)
+	fmt.Fprintf(c.stdout, "Verdict: %s. %s (re-checked from %s).\n", s.Status, reports.TotalsLine(s.Totals), dir)
 	switch {
 	case saved == nil:
 	case len(diffs) == 0:
 		fmt.Fprintf(c.stdout, "Every check agrees with %s.\n", filepath.Join(dir, "summary.json"))
 	default:
-		fmt.Fprintf(c.stdout, "%d checks differ from %s (a run by another rlbench version, or a changed file):\n  %s\n", len(diffs), filepath.Join(dir, "summary.json"), strings.Join(diffs, "\n  "))
+		verb := "differ"
+		if len(diffs) == 1 {
+			verb = "differs"
+		}
+		fmt.Fprintf(c.stdout, "%s %s from %s (a run by another rlbench version, or a changed file):\n  %s\n", checker.Count(len(diffs), "checks"), verb, filepath.Join(dir, "summary.json"), strings.Join(diffs, "\n  "))
 	}
 	if summaryPath != "" {
 		if err := s.WriteFile(summaryPath); err != nil {
 			return err
 		}
 	}
-	switch {
-	case couldNotRun > 0:
-		return fmt.Errorf("%d of %d scenarios could not run (recorded in run.json)", couldNotRun, len(rec.Scenarios))
-	case s.Verdict == checker.Fail:
-		return errChecksFailed
-	case s.Verdict == checker.Unknown:
-		return fmt.Errorf("%w: requests of unknown outcome decide a verdict", errChecksFailed)
+	err = statusError(s.Status)
+	if couldNotRun > 0 && !errors.Is(err, errChecksFailed) {
+		return fmt.Errorf("%w: %d of %s could not run (recorded in run.json)", errHarness, couldNotRun, checker.Count(len(rec.Scenarios), "scenarios"))
 	}
-	return nil
+	return err
 }
 
 // readSavedSummary reads the summary.json at path; nil when there is none.

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -354,14 +355,14 @@ func TestCheckRunDir(t *testing.T) {
 	// fails, and says where it departs from the summary.
 	writeHistory(t, filepath.Join(passing, "cli", "history.jsonl.gz"), 6)
 	code, out, _ = runCheck(t, passing)
-	if code != exitCheckFailed || !strings.Contains(out, "checks differ from ") || !strings.Contains(out, "cli: budget") {
+	if code != exitCheckFailed || !regexp.MustCompile(`\n(1 check differs|\d+ checks differ) from `).MatchString(out) || !strings.Contains(out, "cli: budget") {
 		t.Errorf("changed history: exit %d, want %d, naming the budget as differing:\n%s", code, exitCheckFailed, out)
 	}
 
 	broken := filepath.Join(dir, "broken")
 	writeRunDir(t, broken, 5, true)
-	if code, out, errOut = runCheck(t, broken); code != exitInvalid || !strings.Contains(out, "[broken] could not run: scenario broken: no redis-server") || !strings.Contains(errOut, "1 of 2 scenarios could not run") {
-		t.Errorf("a scenario that could not run: exit %d, want %d:\n%s\n%s", code, exitInvalid, out, errOut)
+	if code, out, errOut = runCheck(t, broken); code != exitHarnessError || !strings.Contains(out, "[broken] could not run: scenario broken: no redis-server") || !strings.Contains(errOut, "1 of 2 scenarios could not run") {
+		t.Errorf("a scenario that could not run: exit %d, want %d (the harness's error):\n%s\n%s", code, exitHarnessError, out, errOut)
 	}
 
 	for _, tc := range []struct {

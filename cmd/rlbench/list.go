@@ -6,7 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"text/tabwriter"
+	"strings"
 
 	"github.com/rlbench/rlbench/scenarios"
 )
@@ -40,10 +40,36 @@ func (c *listCommand) Run(_ context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tWHAT IT PROVES")
-	for _, in := range infos {
-		fmt.Fprintf(tw, "%s\t%s\n", in.Name, in.Description)
+	rows := make([][2]string, len(infos))
+	for i, in := range infos {
+		rows[i] = [2]string{in.Name, in.Description}
 	}
-	return tw.Flush()
+	_, err = io.WriteString(c.stdout, twoColumns([2]string{"NAME", "WHAT IT PROVES"}, rows, usageWidth))
+	return err
+}
+
+// twoColumns lays out rows under head in two columns, the second wrapped so
+// that no line is longer than width (but for a word longer than the
+// column): the second column starts two spaces after the longest first
+// one, at most at a third of width; a first column longer than that has
+// the line to itself.
+func twoColumns(head [2]string, rows [][2]string, width int) string {
+	left := len(head[0])
+	for _, r := range rows {
+		left = max(left, len([]rune(r[0])))
+	}
+	col := min(left, width/3) + 2
+	var b strings.Builder
+	for _, r := range append([][2]string{head}, rows...) {
+		lines := strings.Split(strings.TrimSuffix(wrapParagraph(r[1], width-col), "\n"), "\n")
+		if n := len([]rune(r[0])); n+2 > col {
+			b.WriteString(r[0] + "\n" + strings.Repeat(" ", col) + lines[0] + "\n")
+		} else {
+			b.WriteString(r[0] + strings.Repeat(" ", col-n) + lines[0] + "\n")
+		}
+		for _, l := range lines[1:] {
+			b.WriteString(strings.Repeat(" ", col) + l + "\n")
+		}
+	}
+	return b.String()
 }

@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/rlbench/rlbench/harness/checker"
 )
 
 // command is one subcommand: Run parses args itself (flag.ContinueOnError) and
@@ -53,10 +55,35 @@ const (
 	exitOK          = 0
 	exitCheckFailed = 1
 	exitInvalid     = 2
+	// exitHarnessError: the harness could not make a valid test (a
+	// generator that fell behind, a fault never injected, a scenario that
+	// could not run, a skip under --fail-on-skip), and no check of the
+	// limiter failed or is unknown.
+	exitHarnessError = 3
 )
 
-// errChecksFailed is returned by commands whose checks ran and did not all pass.
+// errChecksFailed is returned by commands whose checks ran and did not all
+// pass: a check of the limiter failed or is unknown.
 var errChecksFailed = errors.New("one or more checks failed")
+
+// errHarness is returned by commands whose limiter checks all passed but
+// whose harness could not make a valid test.
+var errHarness = errors.New("the harness could not make a valid test")
+
+// statusError is the error a command returns for a run or re-check of
+// status s, which main maps to its exit code: errChecksFailed for fail and
+// unknown, errHarness for error, nil for pass.
+func statusError(s checker.Status) error {
+	switch s {
+	case checker.StatusFail:
+		return errChecksFailed
+	case checker.StatusUnknown:
+		return fmt.Errorf("%w: requests of unknown outcome decide a verdict", errChecksFailed)
+	case checker.StatusError:
+		return fmt.Errorf("%w (the ERROR checks above); no limiter check failed", errHarness)
+	}
+	return nil
+}
 
 // usageError is bad command-line input: it exits 2 and prints the usage.
 type usageError struct{ msg string }
@@ -96,6 +123,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	case errors.Is(err, errChecksFailed):
 		fmt.Fprintf(stderr, "rlbench %s: %v\n", args[0], err)
 		return exitCheckFailed
+	case errors.Is(err, errHarness):
+		fmt.Fprintf(stderr, "rlbench %s: %v\n", args[0], err)
+		return exitHarnessError
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "rlbench %s: %v\n\n%s", args[0], err, cmd.Usage())
 		return exitInvalid
@@ -141,7 +171,13 @@ func mainUsage() string {
 	b.WriteString("\n" + wrap(`Run 'rlbench help COMMAND' or 'rlbench COMMAND -h' for a command's flags.
 Flags may come before or after the arguments; -- ends the flags.
 
-Exit codes: 0 every check passed, 1 a check failed, 2 invalid input, usage or
-a run that could not complete.`, usageWidth))
+Exit codes:
+  0  every check passed (skipped scenarios do not count)
+  1  a check of the limiter failed, or its verdict is unknown (requests of
+     unknown outcome alone decide it)
+  2  invalid input or usage, or a run interrupted
+  3  the harness could not make a valid test (a generator that fell behind,
+     a fault never injected, a scenario that could not run, a skip with
+     --fail-on-skip) and no check of the limiter failed: 1 takes precedence`, usageWidth))
 	return b.String()
 }

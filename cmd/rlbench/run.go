@@ -31,6 +31,7 @@ type runCommand struct{ stdout, stderr io.Writer }
 type runFlags struct {
 	out, provider, redisURL, binary, runID string
 	claims                                 listFlag
+	failOnSkip                             bool
 }
 
 func (f *runFlags) flagSet() *flag.FlagSet {
@@ -43,6 +44,7 @@ func (f *runFlags) flagSet() *flag.FlagSet {
 		"instead of a random id per scenario, to send an earlier run's identities again")
 	fs.Var(&f.claims, "claim", "hold the route to the limit in `ROUTE=SPEC` (as in /api/items=gcra:9/1m,burst=9) instead of "+
 		"the scenario's policies; repeat for several limits. The instances still enforce the scenario's: this checks a stricter promise")
+	fs.BoolVar(&f.failOnSkip, "fail-on-skip", false, "make a skipped scenario (a peer limiter not installed) fail the run with exit code 3, for a CI gate that must run every scenario")
 	return fs
 }
 
@@ -52,7 +54,8 @@ var runHelp = help{
 the traffic phases, records every request, checks the history against the
 scenario's policies and writes, under --out:
 
-  summary.json           every scenario's checks (schema rlbench-summary/v1)
+  summary.json           every scenario's checks, skips and totals
+                         (schema rlbench-summary/v1)
   run.json               what the run did (schema rlbench-run/v1)
   junit.xml              one test case per check, for CI systems
   report.html            the report, readable offline
@@ -61,9 +64,18 @@ scenario's policies and writes, under --out:
 With $GITHUB_STEP_SUMMARY set, a Markdown summary is appended to that file.
 NAME is a shipped scenario (see 'rlbench list'); DIR runs every .yaml in it.
 A scenario whose peer limiter is not installed (scenarios/peers/) is reported
-as skipped, with how to install it, and counts as neither pass nor failure.`,
-	footer: `Exit codes: 0 every check passed, 1 a check failed (or its verdict is
-unknown), 2 invalid input or a scenario that could not run.`,
+as skipped, with how to install it, and counts as neither pass nor failure
+unless --fail-on-skip is given. The last line counts the scenarios: "Verdict:
+pass. 12 scenarios: 9 passed, 3 skipped."
+
+A check of the harness itself (load-delivered, history-complete,
+fault-injected, a latency check made invalid by a generator that fell behind)
+that does not pass shows as ERROR: the harness could not make a valid test,
+which says nothing of the limiter.`,
+	footer: `Exit codes: 0 every check passed; 1 a check of the limiter failed or its
+verdict is unknown; 2 invalid input or usage; 3 the harness could not make a
+valid test (an ERROR check, a scenario that could not run, a skip with
+--fail-on-skip) and no check of the limiter failed.`,
 }
 
 func (c *runCommand) Usage() string { return runHelp.text(new(runFlags).flagSet()) }
@@ -133,25 +145,29 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 		record.Meta.Generator = &runrecord.GeneratorCeiling{Rate: cal.Rate, P50: cal.P50, P99: cal.P99}
 		fmt.Fprintf(c.stderr, "load generator ceiling on this machine: %.0f req/s against a no-op handler (p50 %v, p99 %v)\n", cal.Rate, cal.P50, cal.P99)
 	}
-	var failedToRun []error
+	failedToRun := 0
 	for _, sc := range scs {
 		o, err := r.Run(ctx, sc)
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted: %w", ctx.Err())
 		}
 		if missing := (*peers.NotInstalledError)(nil); errors.As(err, &missing) {
-			// A peer limiter this machine lacks: skipped, neither passed nor failed.
+			// A peer limiter this machine lacks: skipped, neither passed nor
+			// failed, unless --fail-on-skip.
 			fmt.Fprintf(c.stdout, "%s: skipped: %v\n\n", sc.Name, missing)
+			summary.AddSkipped(sc.Name, missing.Error())
 			continue
 		}
 		if err != nil {
+			// The harness could not set the scenario up: its error, not the
+			// limiter's failure.
 			fmt.Fprintf(c.stderr, "rlbench run: %v\n", err)
-			failedToRun = append(failedToRun, err)
-			summary.Add(sc.Name, []checker.Result{{Name: "run", Verdict: checker.Fail, Unit: "scenario", Explanation: err.Error()}})
+			failedToRun++
+			summary.Add(sc.Name, []checker.Result{checker.CouldNotRun(err)})
 			record.Scenarios = append(record.Scenarios, runrecord.ScenarioRecord{Name: sc.Name, Description: sc.Description, Source: sc.Source, Seed: sc.Seed, Error: err.Error()})
 			continue
 		}
-		summary.Add(sc.Name, o.Report.Results)
+		summary.AddReport(sc.Name, o.Report)
 		record.Scenarios = append(record.Scenarios, o.Record())
 		if err := reports.WriteText(c.stdout, o.Report); err != nil {
 			return err
@@ -167,12 +183,26 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	fmt.Fprintf(c.stdout, "Verdict: %s. Summary, JUnit and report in %s\n", summary.Verdict, f.out)
-	switch {
-	case len(failedToRun) > 0:
-		return fmt.Errorf("%d of %d scenarios could not run (see above)", len(failedToRun), len(scs))
-	case summary.Verdict != checker.Pass:
-		return errChecksFailed
+	fmt.Fprintf(c.stdout, "Verdict: %s. %s. Summary, JUnit and report in %s\n", summary.Status, reports.TotalsLine(summary.Totals), f.out)
+	if summary.Status == checker.StatusError {
+		fmt.Fprintln(c.stdout, reports.HarnessErrorNote)
 	}
-	return nil
+	return runError(summary, failedToRun, f.failOnSkip)
+}
+
+// runError is the error run returns for summary, which main maps to the
+// exit code: a limiter's failed or unknown check (1) takes precedence over
+// the harness's error (3), which scenarios that could not run and, with
+// failOnSkip, skipped ones are too.
+func runError(summary *checker.Summary, failedToRun int, failOnSkip bool) error {
+	err := statusError(summary.Status)
+	switch {
+	case errors.Is(err, errChecksFailed):
+		return err
+	case failedToRun > 0:
+		return fmt.Errorf("%w: %d of %s could not run (see above)", errHarness, failedToRun, checker.Count(summary.Totals.Scenarios, "scenarios"))
+	case failOnSkip && summary.Totals.Skipped > 0:
+		return fmt.Errorf("%w: %s skipped, and --fail-on-skip makes a skip fail the run", errHarness, checker.Count(summary.Totals.Skipped, "scenarios"))
+	}
+	return err
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 )
@@ -38,26 +39,52 @@ func (c *versionCommand) Run(_ context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("version takes no arguments")
 	}
-	fmt.Fprintf(c.stdout, "rlbench %s (commit %s, %s)\n", Version(), Commit(), runtime.Version())
+	fmt.Fprintln(c.stdout, versionLine(buildInfo(), runtime.Version()))
 	return nil
 }
 
-// Version is the module version the binary was built from, or "devel".
-func Version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+// buildInfo is the binary's build information, or nil when it has none.
+func buildInfo() *debug.BuildInfo {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return nil
+	}
+	return bi
+}
+
+// versionLine is what `rlbench version` prints: "rlbench v1.2.3 (commit
+// 4f2c1e7…, go1.26.0)", without the commit when the build recorded none
+// (go install …@v1.2.3 builds from the module cache, without VCS data).
+func versionLine(bi *debug.BuildInfo, goVersion string) string {
+	if c := commitOf(bi); c != "unknown" {
+		return fmt.Sprintf("rlbench %s (commit %s, %s)", versionOf(bi), c, goVersion)
+	}
+	return fmt.Sprintf("rlbench %s (%s)", versionOf(bi), goVersion)
+}
+
+// Version is the module version the binary was built from (v1.2.3 for
+// `go install github.com/rlbench/rlbench/cmd/rlbench@v1.2.3`, a
+// pseudo-version for a build between releases), or "devel" when the build
+// recorded none ("(devel)").
+func Version() string { return versionOf(buildInfo()) }
+
+func versionOf(bi *debug.BuildInfo) string {
+	if bi != nil && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		return bi.Main.Version
 	}
 	return "devel"
 }
 
 // Commit is the VCS revision the binary was built from, with "+dirty" when
-// the tree had changes, or "unknown".
-func Commit() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
+// the tree had changes; without VCS data, the revision a pseudo-version
+// names (v0.0.0-20260101120000-1b8651ffbfe0); else "unknown".
+func Commit() string { return commitOf(buildInfo()) }
+
+func commitOf(bi *debug.BuildInfo) string {
+	if bi == nil {
 		return "unknown"
 	}
-	rev, dirty := "unknown", ""
+	rev, dirty := "", ""
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":
@@ -68,5 +95,15 @@ func Commit() string {
 			}
 		}
 	}
-	return rev + dirty
+	if rev != "" {
+		return rev + dirty
+	}
+	if m := pseudoRevision.FindStringSubmatch(bi.Main.Version); m != nil {
+		return m[1]
+	}
+	return "unknown"
 }
+
+// pseudoRevision matches a Go pseudo-version's revision: its last twelve
+// hex digits after a fourteen-digit timestamp.
+var pseudoRevision = regexp.MustCompile(`[-.]\d{14}-([0-9a-f]{12})(?:\+[0-9A-Za-z.]+)?$`)

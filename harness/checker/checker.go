@@ -43,6 +43,9 @@ type Result struct {
 	// Name is the check (CheckBudget, ...); Scope the limit or route checked.
 	Name  string `json:"name"`
 	Scope string `json:"scope,omitempty"`
+	// Class is whose conclusion it is, the limiter's or the harness's;
+	// Check and CheckRun always set it (see Whose).
+	Class Class `json:"class,omitempty"`
 	// Verdict is pass, fail or unknown.
 	Verdict Verdict `json:"verdict"`
 	// Observed and Bound are the measured value and the most the policy
@@ -75,20 +78,19 @@ type InstanceShare struct {
 	Cost     int64  `json:"cost"`
 }
 
-// Report is the outcome of checking one history.
+// Report is the outcome of checking one history: its counts and every
+// check's result.
 type Report struct {
-	Records         int      `json:"records"`
-	Keys            int      `json:"keys"`
-	Admitted        int      `json:"admitted"`
-	Rejected        int      `json:"rejected"`
-	Unknown         int      `json:"unknown"`
-	TransportErrors int      `json:"transport_errors"`
-	Unmatched       int      `json:"unmatched"`
-	Results         []Result `json:"results"`
+	Counts
+	Results []Result `json:"results"`
 }
 
+// Status is StatusOf(r.Results): the limiter's failure, else its unknown
+// verdict, else the harness's error, else pass.
+func (r *Report) Status() Status { return StatusOf(r.Results) }
+
 // Verdict is fail when a result failed, else unknown when one is unknown,
-// else pass.
+// else pass, whoever's the result is.
 func (r *Report) Verdict() Verdict {
 	v := Pass
 	for _, res := range r.Results {
@@ -149,9 +151,12 @@ func Check(src history.Source, p Policy) (*Report, error) {
 	if len(d.reqs) == 0 {
 		return nil, ErrEmptyHistory
 	}
+	counts := countRecorded(d)
 	faults := applyFaults(d, p, p.Faults)
-	rep := checkDataset(d, p, c)
+	counts.Faulted = countFaulted(d)
+	rep := checkDataset(d, p, c, counts)
 	rep.Results = append(rep.Results, faults...)
+	classify(rep.Results)
 	return rep, nil
 }
 
@@ -223,7 +228,9 @@ const (
 	justKnown uint8 = 2 // justified with only admitted requests
 )
 
-func checkDataset(d *dataset, p Policy, c clock) *Report {
+// checkDataset runs the ordinary checks on d; counts are d's as recorded,
+// before applyFaults.
+func checkDataset(d *dataset, p Policy, c clock, counts Counts) *Report {
 	r := &run{d: d, p: p, res: int64(p.Resolution)}
 	r.clockKnown, r.base, r.off, r.unc = c.known, c.base, c.off, c.unc
 	n := len(d.reqs)
@@ -249,7 +256,7 @@ func checkDataset(d *dataset, p Policy, c clock) *Report {
 	r.waitHiK = make([]int64, n)
 	r.remHi = make([]int64, n)
 	r.remLo = make([]int64, n)
-	rep := &Report{Records: n, Keys: len(d.keys)}
+	rep := &Report{Counts: counts}
 	for i := range d.reqs {
 		q := &d.reqs[i]
 		r.ruleOf[i] = -1
@@ -263,17 +270,6 @@ func checkDataset(d *dataset, p Policy, c clock) *Report {
 			}
 		}
 		r.remHi[i], r.remLo[i] = math.MaxInt64, math.MaxInt64
-		switch q.outcome {
-		case history.Admitted:
-			rep.Admitted++
-		case history.Rejected:
-			rep.Rejected++
-		default:
-			rep.Unknown++
-		}
-		if q.status == 0 {
-			rep.TransportErrors++
-		}
 		if r.ruleOf[i] < 0 {
 			rep.Unmatched++
 		}

@@ -51,8 +51,11 @@ func CheckScenario(runDir string, rec *runrecord.ScenarioRecord) (*Report, error
 // itself: load delivered, a complete history, latency and overhead bounds
 // (from each request's intended, sent and received times in the history),
 // the Retry-After probes, whether each fault was injected and healed, and
-// the keys left without a TTL. A nil rec is Check alone. It reads src once
-// and never contacts a target.
+// the keys left without a TTL. Every result carries its Class: those on the
+// harness (load-delivered, history-complete, fault-injected, and a latency
+// check the generator's lag made invalid) are ClassHarness. The report's
+// ProbeKeys counts the keys of the Retry-After probe phases. A nil rec is
+// Check alone. It reads src once and never contacts a target.
 //
 // Errors: Check's, and a history whose header names another scenario than
 // rec.
@@ -82,7 +85,9 @@ func CheckRun(src history.Source, rec *runrecord.ScenarioRecord, p Policy) (*Rep
 	if err != nil {
 		return nil, err
 	}
+	rep.ProbeKeys = len(t.probeKeys)
 	rep.Results = append(rep.Results, t.results(rec)...)
+	classify(rep.Results)
 	return rep, nil
 }
 

@@ -127,6 +127,17 @@
 //   - fault-injected: every scheduled fault took effect and was healed;
 //   - key-ttl: the record's scan of Redis found no key without a TTL.
 //
+// Each result carries its Class. load-delivered, history-complete,
+// fault-injected, run (a scenario that could not run) and a latency check
+// made invalid by the generator's lag judge the harness, not the limiter:
+// their failure is the harness's error (Status "error", exit code 3),
+// reported apart from the limiter's failures (Status "fail", exit code 1),
+// and a limiter's failure takes precedence (StatusOf).
+//
+// Counts are a history's figures as recorded, before the fault checks mark
+// requests or the restart of an emptied store splits keys: one definition
+// for the verdict table, summary.json, the report and the progress line.
+//
 // CheckScenario opens a run directory's history and calls CheckRun; `rlbench
 // run` calls it on the run it has just recorded and `rlbench check DIR` on a
 // saved one, so both print the same verdicts. CompareResults says where two

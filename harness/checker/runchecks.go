@@ -37,10 +37,20 @@ type timings struct {
 	worstKey     string
 	worstFrom    int64
 	latencies    map[string][]int64 // by route, only the overhead's routes
+	// probePhases are the names of the Retry-After probe phases (unless
+	// another kind of phase shares the name); probeKeys the keys their
+	// requests carried.
+	probePhases map[string]bool
+	probeKeys   map[string]struct{}
 }
 
 func newTimings(rec *runrecord.ScenarioRecord) *timings {
-	t := &timings{onTime: map[string]int{}, worst: math.MinInt64}
+	t := &timings{onTime: map[string]int{}, worst: math.MinInt64, probePhases: map[string]bool{}, probeKeys: map[string]struct{}{}}
+	for i := range rec.Phases {
+		ph := &rec.Phases[i]
+		probe, seen := t.probePhases[ph.Name]
+		t.probePhases[ph.Name] = ph.Kind == runrecord.PhaseRetryAfterProbe && (probe || !seen)
+	}
 	if c := rec.Checks; c != nil {
 		t.lagTolerance = int64(c.LagTolerance)
 		if ov := c.Overhead; ov != nil {
@@ -62,6 +72,9 @@ func (t *timings) add(r *history.Record) {
 	if lats, ok := t.latencies[r.Route]; ok {
 		t.latencies[r.Route] = append(lats, lat)
 	}
+	if t.probePhases[r.Phase] {
+		t.probeKeys[r.Key] = struct{}{}
+	}
 }
 
 // results are the checks on the run itself, in this order: load delivered,
@@ -76,12 +89,12 @@ func (t *timings) results(rec *runrecord.ScenarioRecord) []Result {
 		delivered := t.delivered(rec.Phases)
 		loadOK = delivered >= c.LoadDelivered
 		out = append(out, verdictOf(Result{
-			Name: CheckLoadDelivered, Observed: delivered, Bound: c.LoadDelivered, Unit: "fraction of planned requests sent on time",
+			Name: CheckLoadDelivered, Class: ClassHarness, Observed: delivered, Bound: c.LoadDelivered, Unit: "fraction of planned requests sent on time",
 			Explanation: fmt.Sprintf("the generator sent %.1f%% of the open-model requests within %v of their schedule", 100*delivered, c.LagTolerance),
 		}, loadOK))
 	}
 	out = append(out, verdictOf(Result{
-		Name: CheckHistoryComplete, Observed: float64(rec.Dropped), Bound: 0, Unit: "results dropped",
+		Name: CheckHistoryComplete, Class: ClassHarness, Observed: float64(rec.Dropped), Bound: 0, Unit: "results dropped",
 		Explanation: "every result reached the history (a consumer too slow for the generator drops results, and the checks would miss them)",
 	}, rec.Dropped == 0))
 	if c := rec.Checks; c != nil && c.MaxLatency > 0 && t.records > 0 { // Check refuses an empty history
@@ -212,7 +225,7 @@ func probe(ph *runrecord.PhaseRecord) Result {
 func faultsInjected(windows []runrecord.FaultWindow) []Result {
 	var out []Result
 	for i, w := range windows {
-		r := Result{Name: CheckFaultInjected, Scope: fmt.Sprintf("%s #%d", w.Kind, i+1), Unit: "faults", Bound: 1, Observed: 1, Verdict: Pass}
+		r := Result{Name: CheckFaultInjected, Class: ClassHarness, Scope: fmt.Sprintf("%s #%d", w.Kind, i+1), Unit: "faults", Bound: 1, Observed: 1, Verdict: Pass}
 		switch {
 		case w.Err != "":
 			r.Verdict, r.Observed = Fail, 0
@@ -242,7 +255,7 @@ func keyTTL(s *runrecord.KeyScan) Result {
 		if len(s.Examples) > 0 {
 			example = s.Examples[0]
 		}
-		res.Explanation = fmt.Sprintf("%d keys left in Redis without a TTL, such as %s: they never expire", s.WithoutTTL, example)
+		res.Explanation = fmt.Sprintf("%s left in Redis without a TTL, such as %s: they never expire", Count(s.WithoutTTL, "keys"), example)
 	}
 	return res
 }
@@ -256,12 +269,13 @@ func verdictOf(r Result, ok bool) Result {
 }
 
 // latencyVerdict is verdictOf, except that a latency figure of a run whose
-// generator fell behind its schedule is unknown: a stalled generator hides
-// latency.
+// generator fell behind its schedule is unknown, and the harness's: a
+// stalled generator hides latency, so the figure says nothing of the
+// limiter.
 func latencyVerdict(r Result, ok, loadOK bool) Result {
 	r = verdictOf(r, ok)
 	if !loadOK {
-		r.Verdict = Unknown
+		r.Verdict, r.Class = Unknown, ClassHarness
 		r.Explanation += "; invalid: the generator fell behind its schedule"
 	}
 	return r

@@ -16,10 +16,28 @@ const SummarySchema = "rlbench-summary/v1"
 //
 //	schema      string: "rlbench-summary/v1".
 //	generated   string: when it was written, RFC 3339.
-//	verdict     string: "pass", "fail" or "unknown" over every scenario.
-//	scenarios   array of objects:
+//	verdict     string: "pass", "fail" or "unknown" over every check of
+//	            every scenario, the harness's included.
+//	status      string: what the run comes to for a gate, each check
+//	            counted with its class: "fail" when a limiter check failed,
+//	            else "unknown" when one is unknown, else "error" when a
+//	            harness check did not pass (the harness could not make a
+//	            valid test), else "pass". Skipped scenarios do not change it.
+//	totals      object: scenarios (every scenario named, skipped ones
+//	            included), passed, failed, unknown, errors, skipped: how
+//	            many scenarios have each status.
+//	scenarios   array of objects, the scenarios that ran or could not:
 //	  name      string: the scenario (or the history file re-checked).
 //	  verdict   string: pass, fail or unknown over its checks.
+//	  status    string: pass, fail, unknown or error over its checks, as
+//	            the run's status.
+//	  counts    object, optional: the history's figures, as the verdict
+//	            table's totals line prints them: records, keys, probe_keys
+//	            (the Retry-After probes' own keys, among keys), admitted,
+//	            rejected, unknown (by recorded outcome; they add up to
+//	            records), transport_errors, faulted (requests during a fault
+//	            or its recovery, judged by the fault checks), unmatched
+//	            (requests no rule of the policy covers).
 //	  checks    array of objects:
 //	    name         string: the check (budget, false-rejections, retry-after,
 //	                 ratelimit-fields, header-style, status,
@@ -28,6 +46,11 @@ const SummarySchema = "rlbench-summary/v1"
 //	                 latency-overhead, retry-after-probe, fault-injected,
 //	                 key-ttl; "run" for a scenario that could not run).
 //	    scope        string, optional: the limit or route checked.
+//	    class        string: whose conclusion it is: "limiter", or "harness"
+//	                 for load-delivered, history-complete, fault-injected,
+//	                 run, and a latency check marked unknown because the
+//	                 generator fell behind. Absent in summaries written
+//	                 before it was recorded: read it from the name.
 //	    verdict      string: pass, fail or unknown.
 //	    observed     number: the measured value, in unit.
 //	    bound        number: the most the policy allows, in unit.
@@ -36,38 +59,104 @@ const SummarySchema = "rlbench-summary/v1"
 //	    proof        object, optional: key, from_ns, to_ns (ns since the
 //	                 run's start), request_ids, and instances (instance,
 //	                 requests, cost).
+//	skipped     array of objects, optional: the scenarios that did not run
+//	            for a reason that is no one's failure (a peer limiter this
+//	            machine lacks):
+//	  name      string: the scenario.
+//	  status    string: "skipped".
+//	  reason    string: why, and how to run it.
 //
 // Fields are never removed or retyped within v1; consumers ignore fields
-// they do not know.
+// they do not know. status, totals, counts, class and skipped were added
+// within v1: a reader of an older summary derives them (ReadSummary does).
 type Summary struct {
 	Schema    string            `json:"schema"`
 	Generated time.Time         `json:"generated"`
 	Verdict   Verdict           `json:"verdict"`
+	Status    Status            `json:"status"`
+	Totals    Totals            `json:"totals"`
 	Scenarios []ScenarioSummary `json:"scenarios"`
+	Skipped   []SkippedScenario `json:"skipped,omitempty"`
 }
 
 // ScenarioSummary is one scenario's checks in a Summary.
 type ScenarioSummary struct {
-	Name    string   `json:"name"`
-	Verdict Verdict  `json:"verdict"`
-	Checks  []Result `json:"checks"`
+	Name    string  `json:"name"`
+	Verdict Verdict `json:"verdict"`
+	Status  Status  `json:"status"`
+	// Counts are the history's figures; nil for a scenario that could not
+	// run, and in summaries written before they were recorded.
+	Counts *Counts  `json:"counts,omitempty"`
+	Checks []Result `json:"checks"`
+}
+
+// SkippedScenario is a scenario that did not run, and why.
+type SkippedScenario struct {
+	Name   string `json:"name"`
+	Status Status `json:"status"`
+	Reason string `json:"reason"`
+}
+
+// Totals count a Summary's scenarios by status.
+type Totals struct {
+	Scenarios int `json:"scenarios"`
+	Passed    int `json:"passed"`
+	Failed    int `json:"failed"`
+	Unknown   int `json:"unknown"`
+	Errors    int `json:"errors"`
+	Skipped   int `json:"skipped"`
 }
 
 // NewSummary returns an empty summary generated at now.
 func NewSummary(now time.Time) *Summary {
-	return &Summary{Schema: SummarySchema, Generated: now.UTC(), Verdict: Pass}
+	return &Summary{Schema: SummarySchema, Generated: now.UTC(), Verdict: Pass, Status: StatusPass}
 }
 
-// Add appends a scenario's results and updates the overall verdict.
+// Add appends a scenario's results, each with its class set (Result.Whose),
+// and updates the overall verdict, status and totals.
 func (s *Summary) Add(name string, results []Result) {
-	rep := Report{Results: results}
-	v := rep.Verdict()
-	s.Scenarios = append(s.Scenarios, ScenarioSummary{Name: name, Verdict: v, Checks: results})
+	s.add(ScenarioSummary{Name: name, Checks: results})
+}
+
+// AddReport is Add with rep's results and counts.
+func (s *Summary) AddReport(name string, rep *Report) {
+	counts := rep.Counts
+	s.add(ScenarioSummary{Name: name, Counts: &counts, Checks: rep.Results})
+}
+
+// AddSkipped records a scenario that did not run for reason, a skip that
+// is no one's failure: it counts in Totals.Skipped and changes neither
+// verdict nor status.
+func (s *Summary) AddSkipped(name, reason string) {
+	s.Skipped = append(s.Skipped, SkippedScenario{Name: name, Status: StatusSkipped, Reason: reason})
+	s.Totals.Scenarios++
+	s.Totals.Skipped++
+}
+
+func (s *Summary) add(sc ScenarioSummary) {
+	classify(sc.Checks)
+	rep := Report{Results: sc.Checks}
+	sc.Verdict, sc.Status = rep.Verdict(), rep.Status()
+	s.Scenarios = append(s.Scenarios, sc)
 	switch {
-	case v == Fail:
+	case sc.Verdict == Fail:
 		s.Verdict = Fail
-	case v == Unknown && s.Verdict == Pass:
+	case sc.Verdict == Unknown && s.Verdict == Pass:
 		s.Verdict = Unknown
+	}
+	if statusRank(sc.Status) > statusRank(s.Status) {
+		s.Status = sc.Status
+	}
+	s.Totals.Scenarios++
+	switch sc.Status {
+	case StatusPass:
+		s.Totals.Passed++
+	case StatusFail:
+		s.Totals.Failed++
+	case StatusUnknown:
+		s.Totals.Unknown++
+	case StatusError:
+		s.Totals.Errors++
 	}
 }
 
@@ -81,7 +170,9 @@ func (s *Summary) Write(w io.Writer) error {
 	return nil
 }
 
-// ReadSummary decodes a summary and checks its schema.
+// ReadSummary decodes a summary and checks its schema. A summary written
+// before status, totals and class were recorded gets them derived from its
+// checks, as Add would have set them.
 func ReadSummary(r io.Reader) (*Summary, error) {
 	var s Summary
 	if err := json.NewDecoder(r).Decode(&s); err != nil {
@@ -89,6 +180,16 @@ func ReadSummary(r io.Reader) (*Summary, error) {
 	}
 	if s.Schema != SummarySchema {
 		return nil, fmt.Errorf("read summary: schema %q is not %q", s.Schema, SummarySchema)
+	}
+	if s.Status == "" {
+		old := s
+		s.Verdict, s.Status, s.Totals, s.Scenarios, s.Skipped = Pass, StatusPass, Totals{}, nil, nil
+		for _, sc := range old.Scenarios {
+			s.add(sc)
+		}
+		for _, sk := range old.Skipped {
+			s.AddSkipped(sk.Name, sk.Reason)
+		}
 	}
 	return &s, nil
 }

@@ -14,15 +14,36 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
+
+	"github.com/rlbench/rlbench/harness/history"
 )
 
 // DefaultLineInterval is how often plain mode prints a line.
 const DefaultLineInterval = 2 * time.Second
 
 // Counters are the figures a display shows. Add to them from any goroutine.
+//
+// Admitted, Rejected and Unknown count the requests by the outcome their
+// history record carries (Add), the very outcome the checker counts
+// (checker.Counts), so that the last progress line and the verdict table
+// agree: unknown is no response, a timeout or a 5xx.
 type Counters struct {
-	Sent, Admitted, Rejected, Errors atomic.Int64
-	phase                            atomic.Pointer[string]
+	Sent, Admitted, Rejected, Unknown atomic.Int64
+	phase                             atomic.Pointer[string]
+}
+
+// Add counts one request sent whose recorded outcome is o
+// (history.Record.Outcome).
+func (c *Counters) Add(o history.Outcome) {
+	c.Sent.Add(1)
+	switch o {
+	case history.Admitted:
+		c.Admitted.Add(1)
+	case history.Rejected:
+		c.Rejected.Add(1)
+	default:
+		c.Unknown.Add(1)
+	}
 }
 
 // SetPhase names the phase being fired.
@@ -67,8 +88,8 @@ func Start(w io.Writer, scenario string, planned int64, interactive bool, interv
 		if elapsed > 0 {
 			rate = float64(c.Sent.Load()) / elapsed
 		}
-		return fmt.Sprintf("phase %s: sent %d/%d, admitted %d, rejected %d, errors %d, %.1f req/s",
-			c.Phase(), c.Sent.Load(), planned, c.Admitted.Load(), c.Rejected.Load(), c.Errors.Load(), rate)
+		return fmt.Sprintf("phase %s: sent %d/%d, admitted %d, rejected %d, unknown %d, %.1f req/s",
+			c.Phase(), c.Sent.Load(), planned, c.Admitted.Load(), c.Rejected.Load(), c.Unknown.Load(), rate)
 	}
 	d.done.Add(1)
 	if !interactive {

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rlbench/rlbench/harness/history"
 )
 
 type syncBuffer struct {
@@ -25,17 +27,20 @@ func TestPlainLines(t *testing.T) {
 	var c Counters
 	c.SetPhase("steady")
 	d := Start(&out, "quickstart", 100, false, time.Millisecond, &c)
-	c.Sent.Add(40)
-	c.Admitted.Add(30)
-	c.Rejected.Add(9)
-	c.Errors.Add(1)
+	for range 30 {
+		c.Add(history.Admitted)
+	}
+	for range 9 {
+		c.Add(history.Rejected)
+	}
+	c.Add(history.Error)
 	deadline := time.Now().Add(5 * time.Second)
 	for !strings.Contains(out.String(), "sent 40/100") && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
 	d.Stop()
 	s := out.String()
-	for _, want := range []string{"[quickstart] phase steady: sent 40/100, admitted 30, rejected 9, errors 1", "[quickstart] done: phase steady"} {
+	for _, want := range []string{"[quickstart] phase steady: sent 40/100, admitted 30, rejected 9, unknown 1", "[quickstart] done: phase steady"} {
 		if !strings.Contains(s, want) {
 			t.Fatalf("output lacks %q:\n%s", want, s)
 		}

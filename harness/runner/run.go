@@ -409,16 +409,8 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 		RunID:         out.RunID,
 		OnResult: func(res *traffic.Result) {
 			counters.SetPhase(res.Phase)
-			counters.Sent.Add(1)
-			switch history.OutcomeForStatus(res.Status) {
-			case history.Admitted:
-				counters.Admitted.Add(1)
-			case history.Rejected:
-				counters.Rejected.Add(1)
-			default:
-				counters.Errors.Add(1)
-			}
 			rec := res.Record(start)
+			counters.Add(rec.Outcome) // the outcome the checker counts
 			if err := w.Write(&rec); err != nil && writeErr == nil {
 				writeErr = err
 			}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlbench/rlbench/harness/checker"
+)
+
+// fakeCommand returns err from Run.
+type fakeCommand struct{ err error }
+
+func (c fakeCommand) Run(context.Context, []string) error { return c.err }
+func (c fakeCommand) Usage() string                       { return "Usage: rlbench fake\n" }
+
+// TestMainExitCodes: main maps what a command returns to the exit codes
+// the usage lists, a limiter's failure before the harness's error.
+func TestMainExitCodes(t *testing.T) {
+	summary := func(skipped int, results ...checker.Result) *checker.Summary {
+		s := checker.NewSummary(time.Now())
+		if len(results) > 0 {
+			s.Add("sc", results)
+		}
+		for i := range skipped {
+			s.AddSkipped(fmt.Sprintf("peer-%d", i), "not installed")
+		}
+		return s
+	}
+	var (
+		pass    = checker.Result{Name: checker.CheckBudget, Verdict: checker.Pass}
+		fail    = checker.Result{Name: checker.CheckBudget, Verdict: checker.Fail}
+		unknown = checker.Result{Name: checker.CheckFalseRejections, Verdict: checker.Unknown}
+		behind  = checker.Result{Name: checker.CheckLoadDelivered, Verdict: checker.Fail}
+	)
+	tests := []struct {
+		name       string
+		err        error
+		want       int
+		wantStderr string
+	}{
+		{"every check passed", runError(summary(0, pass), 0, false), exitOK, ""},
+		{"skips pass", runError(summary(3, pass), 0, false), exitOK, ""},
+		{"skips fail with --fail-on-skip", runError(summary(3, pass), 0, true), exitHarnessError, "3 scenarios skipped, and --fail-on-skip"},
+		{"a limiter check failed", runError(summary(0, pass, fail), 0, false), exitCheckFailed, "one or more checks failed"},
+		{"unknown exits 1", runError(summary(0, unknown), 0, false), exitCheckFailed, "requests of unknown outcome decide a verdict"},
+		{"the generator fell behind", runError(summary(0, pass, behind), 0, false), exitHarnessError, "the harness could not make a valid test (the ERROR checks above); no limiter check failed"},
+		{"a limiter failure takes precedence", runError(summary(0, behind, fail), 0, true), exitCheckFailed, "one or more checks failed"},
+		{"a scenario that could not run", runError(summary(0, checker.CouldNotRun(errors.New("no redis-server"))), 1, false), exitHarnessError, "1 of 1 scenario could not run"},
+		{"usage", usagef("bad flag"), exitInvalid, "bad flag"},
+		{"invalid input", errors.New("scenario.yaml:3: bad"), exitInvalid, "scenario.yaml:3: bad"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			commands["fake"] = func() command { return fakeCommand{tc.err} }
+			defer delete(commands, "fake")
+			var stderr strings.Builder
+			if got := run(context.Background(), []string{"fake"}, &stderr); got != tc.want {
+				t.Errorf("exit %d, want %d (error %v)", got, tc.want, tc.err)
+			}
+			if !strings.Contains(stderr.String(), tc.wantStderr) {
+				t.Errorf("stderr %q lacks %q", stderr.String(), tc.wantStderr)
+			}
+		})
+	}
+}
+
+// TestUsageExitCodes: the top-level usage and run's list every exit code,
+// unknown's and the harness's included.
+func TestUsageExitCodes(t *testing.T) {
+	var out strings.Builder
+	printHelp(nil, &out)
+	for _, want := range []string{"1  a check of the limiter failed, or its verdict is unknown", "3  the harness could not make a valid test", "--fail-on-skip", "1 takes precedence"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("rlbench help lacks %q:\n%s", want, out.String())
+		}
+	}
+	usage := (&runCommand{stdout: io.Discard, stderr: io.Discard}).Usage()
+	for _, want := range []string{"--fail-on-skip", "3 the harness could not make a", "9 passed, 3 skipped", "ERROR"} {
+		if !strings.Contains(usage, want) {
+			t.Errorf("rlbench help run lacks %q:\n%s", want, usage)
+		}
+	}
+	for _, u := range []string{out.String(), usage} {
+		for _, line := range strings.Split(u, "\n") {
+			if len([]rune(line)) > usageWidth {
+				t.Errorf("usage line longer than %d columns: %q", usageWidth, line)
+			}
+		}
+	}
+}
+
+// TestListWrapsAt80: `rlbench list` keeps every line within 80 columns and
+// every word of every description.
+func TestListWrapsAt80(t *testing.T) {
+	var out strings.Builder
+	if err := (&listCommand{stdout: &out}).Run(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if !strings.HasPrefix(lines[0], "NAME ") || !strings.HasSuffix(lines[0], "WHAT IT PROVES") {
+		t.Errorf("header %q", lines[0])
+	}
+	for _, l := range lines {
+		if n := len([]rune(l)); n > 80 {
+			t.Errorf("line of %d columns: %q", n, l)
+		}
+	}
+	if !strings.Contains(out.String(), "\nquickstart                 Three sample API instances share one GCRA budget per\n                           API key") {
+		t.Errorf("quickstart's description is not wrapped in its column:\n%s", out.String())
+	}
+
+	got := twoColumns([2]string{"N", "D"}, [][2]string{{"short", "one two three four"}, {"a-name-longer-than-a-third", "x y"}}, 30)
+	// The column starts at 30/3 + 2: the long name has its line alone.
+	want := "N           D\n" +
+		"short       one two three four\n" +
+		"a-name-longer-than-a-third\n" +
+		"            x y\n"
+	if got != want {
+		t.Errorf("twoColumns =\n%s\nwant\n%s", got, want)
+	}
+}
