@@ -181,3 +181,30 @@ func squeeze(s string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// TestHarnessError: a run is made again only when the harness, not the
+// limiter, is what failed.
+func TestHarnessError(t *testing.T) {
+	res := func(name string, v checker.Verdict) checker.Result {
+		return checker.Result{Name: name, Verdict: v, Class: checker.ClassOf(name)}
+	}
+	tests := []struct {
+		name    string
+		results []checker.Result
+		want    bool
+	}{
+		{"all pass", []checker.Result{res(checker.CheckBudget, checker.Pass), res(checker.CheckLoadDelivered, checker.Pass)}, false},
+		{"generator behind", []checker.Result{res(checker.CheckBudget, checker.Pass), res(checker.CheckLoadDelivered, checker.Fail)}, true},
+		{"fault not injected", []checker.Result{res(checker.CheckFaultInjected, checker.Fail)}, true},
+		{"limiter failed too", []checker.Result{res(checker.CheckBudget, checker.Fail), res(checker.CheckLoadDelivered, checker.Fail)}, false},
+		{"limiter failed alone", []checker.Result{res(checker.CheckRetryAfter, checker.Fail)}, false},
+		{"limiter unknown, generator behind", []checker.Result{res(checker.CheckBudget, checker.Unknown), res(checker.CheckLoadDelivered, checker.Fail)}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := harnessError(tt.results); got != tt.want {
+				t.Fatalf("harnessError = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

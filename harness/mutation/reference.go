@@ -67,7 +67,7 @@ func RepeatReference(ctx context.Context, opts Options, rounds int) (*FalseAlarm
 				return nil, err
 			}
 			opts.progressf("mutate: reference %d/%d: %s", i+1, rounds, info.Name)
-			results, err := runOnce(ctx, &opts, sc, filepath.Join(opts.Out, fmt.Sprintf("round-%d", i+1), info.Name), "")
+			results, err := runValid(ctx, &opts, sc, filepath.Join(opts.Out, fmt.Sprintf("round-%d", i+1), info.Name), "")
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("interrupted: %w", ctx.Err())
 			}
