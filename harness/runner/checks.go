@@ -57,6 +57,7 @@ func HarnessChecks(sc *scenarios.Scenario, st *traffic.Stats) []checker.Result {
 		Name: CheckLoadDelivered, Observed: delivered, Bound: sc.Checks.LoadDelivered, Unit: "fraction of planned requests sent on time",
 		Explanation: fmt.Sprintf("the generator sent %.1f%% of the open-model requests within %v of their schedule", 100*delivered, st.LagTolerance),
 	}, loadOK))
+	out = append(out, burstSpreadResults(phaseRecords(st))...)
 	out = append(out, verdict(checker.Result{
 		Name: CheckHistoryComplete, Observed: float64(st.Dropped), Bound: 0, Unit: "results dropped",
 		Explanation: "every result reached the history (a consumer too slow for the generator drops results, and the checks would miss them)",
