@@ -54,7 +54,7 @@ func burstSpreadResults(phases []runrecord.PhaseRecord) []checker.Result {
 			which = fmt.Sprintf(" (burst %d of %d)", widest+1, len(p.Bursts))
 		}
 		r.Explanation = fmt.Sprintf("the widest burst%s: %d requests sent within %v and written within %v of a planned %v; at most %v passes",
-			which, w.Requests, w.SentSpread, w.WrittenSpread, p.Spread, bound)
+			which, w.Requests, w.SentSpread.Round(time.Microsecond), w.WrittenSpread.Round(time.Microsecond), p.Spread, bound)
 		switch {
 		case p.AchievedSpread > bound:
 			r.Verdict = checker.Fail

@@ -28,9 +28,11 @@ import (
 // dialling and spawning, and would not arrive within a 5 ms spread. Here
 // the requests of a burst are prepared shortly before it: each gets a
 // connection of its own, opened (and, for https, its TLS handshake done) at
-// most ConnLead before its planned send, and a goroutine parked on a start
-// barrier with its request already encoded; at its planned instant the
-// goroutine writes the encoded request in one call and reads the answer.
+// most ConnLead before its planned send, its bytes encoded, and a goroutine
+// already waiting on the connection for the answer. Once the whole group
+// is ready (the start barrier), a few releasers write the encoded requests
+// in planned order, each in one call at its planned instant: releasing a
+// request costs one write, and nothing else runs until the answers come.
 //
 // No connection is opened earlier than that, so none idles long enough for
 // a target to drop it (Go's http.Server applies ReadHeaderTimeout from the
@@ -240,13 +242,14 @@ func (e *engine) fire(ctx context.Context, pi int, ph scenarios.Phase, v volley,
 				}
 			}
 		})
-		var ready sync.WaitGroup
+		var ready, releasing sync.WaitGroup
+		released := make(chan struct{})
 		for j := range g {
 			ready.Add(1)
 			wg.Add(1)
 			go func(s *shot) {
 				defer wg.Done()
-				e.await(ctx, pi, ph, s, &ready)
+				e.await(ctx, pi, ph, s, &ready, released)
 				done(s)
 			}(&g[j])
 		}
@@ -259,9 +262,9 @@ func (e *engine) fire(ctx context.Context, pi int, ph scenarios.Phase, v volley,
 		}
 		var cursor atomic.Int64
 		for range min(releasers(), len(g)) {
-			wg.Add(1)
+			releasing.Add(1)
 			go func() {
-				defer wg.Done()
+				defer releasing.Done()
 				for {
 					j := int(cursor.Add(1) - 1)
 					if j >= len(g) {
@@ -271,6 +274,10 @@ func (e *engine) fire(ctx context.Context, pi int, ph scenarios.Phase, v volley,
 				}
 			}()
 		}
+		go func() {
+			releasing.Wait()
+			close(released)
+		}()
 		lo = hi
 	}
 	wg.Wait()
@@ -349,10 +356,12 @@ func dial(ctx context.Context, d *net.Dialer, u *url.URL, base *tls.Config) (net
 
 // await prepares s's request, marks itself ready and waits for the
 // answer (a read blocked on a connection costs nothing until the answer
-// arrives), then, once the releaser has written the request, hands the
-// result to the collector. A request whose time the run was cancelled
-// before is not recorded.
-func (e *engine) await(ctx context.Context, pi int, ph scenarios.Phase, s *shot, ready *sync.WaitGroup) {
+// arrives), then, once the releaser has written the request, builds the
+// result; it reads the body and hands the result to the collector only
+// once the whole group is released, so that the processing of early
+// answers does not hold up the writes of later requests. A request whose
+// time the run was cancelled before is not recorded.
+func (e *engine) await(ctx context.Context, pi int, ph scenarios.Phase, s *shot, ready *sync.WaitGroup, released <-chan struct{}) {
 	defer func() { <-e.burstConns }()
 	if s.conn != nil {
 		defer s.conn.Close()
@@ -377,13 +386,14 @@ func (e *engine) await(ctx context.Context, pi int, ph scenarios.Phase, s *shot,
 	if s.skipped {
 		return
 	}
+	woke := time.Now() // the planned time of a request that could not be written
+	<-released
 	res.Intended = s.intended
 	switch {
 	case s.dialErr != nil || s.prepErr != nil:
-		res.Sent = time.Now()
-		res.Received, res.Err = res.Sent, errors.Join(s.dialErr, s.prepErr).Error()
+		res.Sent, res.Received, res.Err = woke, woke, errors.Join(s.dialErr, s.prepErr).Error()
 	case s.writeErr != nil:
-		res.Sent, res.Received, res.Err = s.sent, time.Now(), requestError(req, s.writeErr)
+		res.Sent, res.Received, res.Err = s.sent, woke, requestError(req, s.writeErr)
 	case readErr != nil:
 		res.Sent, res.Received, res.Err = s.sent, received, requestError(req, readErr)
 	default:
