@@ -198,9 +198,8 @@ type shot struct {
 // connections ConnLead before its first planned send, and starts a
 // goroutine per request that encodes it and then waits for its answer; a
 // few releasers then write the encoded requests in their planned order,
-// each at its planned time. Writing is all a release
-// does, so a burst leaves as fast as the machine writes to its sockets.
-// fire returns when every answer is in, with ctx's error; what each burst
+// each at its planned time. Writing is all a release does, so a burst
+// leaves as fast as the machine writes to its sockets. fire returns when every answer is in, with ctx's error; what each burst
 // achieved goes into the phase's statistics.
 func (e *engine) fire(ctx context.Context, pi int, ph scenarios.Phase, v volley, anchor time.Time) error {
 	ctx, cancel := context.WithCancel(ctx)
