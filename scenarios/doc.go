@@ -100,6 +100,8 @@
 //	    honor_retry_after: true # clients wait out Retry-After (constant, ramp)
 //	  - {kind: ramp, from: 10/1s, to: 100/1s, duration: 5s}
 //	  - {kind: burst, requests: 100, spread: 5ms}
+//	  - {kind: burst, requests: 20, spread: 1ms, repeat: 10, gap: 50ms}  # 10 bursts
+//	  - {kind: idle, duration: 2s}          # then a burst on a refilled budget
 //	  - {kind: edge_burst, requests: 10, offset: 100ms, spread: 5ms, window: 1s}
 //	  - {kind: idle, duration: 2s}
 //	  - {kind: retry_after_probe, requests: 30}
@@ -163,7 +165,31 @@
 // Authorization: Bearer, so query and cookie carries need an external
 // target.
 //
-// The budget check always runs. An edge_burst sends its requests twice:
+// The budget check always runs.
+//
+// A burst releases requests requests evenly within spread (0: all at once;
+// at most 1m, beyond which a constant phase sends the paced load). With
+// repeat: N (1 to 1000; default 1) it releases N such bursts, the first
+// send of each gap (default 0, at least 0) after the last planned send of
+// the one before, so requests × N requests in N groups; an idle phase
+// before a burst, of any length, lets the budgets refill first. Every
+// request of a burst, and of an edge burst, goes out on a connection of its
+// own that is opened shortly (about 100ms) before its planned send, never
+// earlier, so a target that closes idle connections early (Go's
+// ReadHeaderTimeout of a second or two) sees each request arrive in time;
+// requests then wait at a start barrier, already encoded, and are written
+// at their planned instant. What each burst achieved is recorded per
+// burst (run.json: spread_ns, achieved_spread_ns and bursts), and the
+// load-delivered check fails a burst whose achieved spread exceeds the
+// planned spread by more than the larger of the spread and 5ms.
+//
+// A scenario may last at most 2h, every phase counted at its longest:
+// constant, ramp and idle phases their duration; a burst N × spread +
+// (N−1) × gap; an edge burst its window (the most it waits for the edge)
+// plus twice its offset and its spread; a retry_after_probe 2m, the longest
+// Retry-After it waits out.
+//
+// An edge_burst sends its requests twice:
 // offset before and offset after the next edge of an aligned window (on the
 // limiter's clock) of length window, which defaults to the period of the
 // first window policy of its routes; offset defaults to 1s, or a quarter of

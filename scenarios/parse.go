@@ -113,6 +113,8 @@ type rawPhase struct {
 	Duration        string      `yaml:"duration"`
 	Requests        int         `yaml:"requests"`
 	Spread          string      `yaml:"spread"`
+	Repeat          *int        `yaml:"repeat"`
+	Gap             string      `yaml:"gap"`
 	Offset          string      `yaml:"offset"`
 	Window          string      `yaml:"window"`
 	Routes          []rawWeight `yaml:"routes"`

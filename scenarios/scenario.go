@@ -427,7 +427,7 @@ const (
 	// Ramp moves the rate linearly from From to To over Duration.
 	Ramp PhaseKind = "ramp"
 	// Burst releases Requests requests together, spread evenly within
-	// Spread.
+	// Spread; Repeat times, Gap apart, when the phase repeats.
 	Burst PhaseKind = "burst"
 	// EdgeBurst releases Requests requests (each within Spread) at Offset
 	// before and again at Offset after the next edge of an aligned window
@@ -461,8 +461,16 @@ type Phase struct {
 	// EdgeBurst, or the most a RetryAfterProbe sends before a rejection.
 	Requests int
 	// Spread is the time within which a Burst (or each side of an
-	// EdgeBurst) is released; 0 releases all at once.
+	// EdgeBurst) is released; 0 releases all at once. At most
+	// MaxBurstSpread.
 	Spread time.Duration
+	// Repeat is the number of bursts a Burst phase releases, 1 to
+	// MaxBurstRepeat; 1 when the file does not say (0 also means 1).
+	Repeat int
+	// Gap is the time between the last planned send of one burst of a
+	// repeated Burst and the first of the next; 0 when the file does not
+	// say.
+	Gap time.Duration
 	// Offset is how far before and after the window edge an EdgeBurst's two
 	// halves are placed; DefaultEdgeOffset, or a quarter of the window when
 	// that is shorter, when the file does not say.
@@ -495,13 +503,66 @@ func (p Phase) PlannedRequests() int {
 	case Ramp:
 		return int(math.Floor((p.From+p.To)/2*p.Duration.Seconds() + 1e-9))
 	case Burst:
-		return p.Requests
+		return p.Requests * p.Repeats()
 	case EdgeBurst:
 		return 2 * p.Requests
 	case RetryAfterProbe:
 		return p.Requests + 1
 	}
 	return 0
+}
+
+// Repeats is the number of bursts of a Burst phase: Repeat, or 1 when
+// Repeat is 0.
+func (p Phase) Repeats() int { return max(p.Repeat, 1) }
+
+// BurstStart is the planned time from the first send of a Burst phase to
+// the first send of its burst k (from 0): k·(Spread + Gap).
+func (p Phase) BurstStart(k int) time.Duration { return time.Duration(k) * (p.Spread + p.Gap) }
+
+// Length is the longest the phase's schedule can take, which the
+// scenario's bound on its length (MaxTrafficTime) counts: the Duration of
+// a Constant, Ramp or Idle phase; Repeats·Spread + (Repeats−1)·Gap for a
+// Burst; for an EdgeBurst the wait for the window edge (at most a Window)
+// and 2·Offset + Spread around it; MaxProbeWait for a RetryAfterProbe,
+// which waits out a Retry-After of up to that. The harness's own set-up of
+// a phase (opening connections, well under a second) is not counted. The
+// sum saturates at the largest Duration instead of overflowing.
+func (p Phase) Length() time.Duration {
+	switch p.Kind {
+	case Constant, Ramp, Idle:
+		return p.Duration
+	case Burst:
+		n := int64(p.Repeats())
+		return addDurations(mulDuration(n, p.Spread), mulDuration(n-1, p.Gap))
+	case EdgeBurst:
+		return addDurations(addDurations(p.Window, mulDuration(2, p.Offset)), p.Spread)
+	case RetryAfterProbe:
+		return MaxProbeWait
+	}
+	return 0
+}
+
+// MaxProbeWait bounds the Retry-After a RetryAfterProbe waits out before it
+// retries.
+const MaxProbeWait = 2 * time.Minute
+
+// addDurations returns a+b for non-negative a and b, saturating at the
+// largest Duration.
+func addDurations(a, b time.Duration) time.Duration {
+	if b > math.MaxInt64-a {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// mulDuration returns n·d for non-negative n and d, saturating at the
+// largest Duration.
+func mulDuration(n int64, d time.Duration) time.Duration {
+	if n > 0 && d > math.MaxInt64/time.Duration(n) {
+		return math.MaxInt64
+	}
+	return time.Duration(n) * d
 }
 
 // Checks are the verdicts a run must pass, with their bounds.

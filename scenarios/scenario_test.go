@@ -326,3 +326,66 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestBurstRepeat(t *testing.T) {
+	src := `name: x
+description: repeated bursts after a pause
+target:
+  instances: 1
+  routes: [{path: /a, policies: ["gcra:10/1s,burst=10"]}]
+traffic:
+  - {kind: idle, duration: 30s}
+  - {kind: burst, requests: 20, spread: 2ms, repeat: 10, gap: 50ms}
+  - {kind: burst, requests: 5}
+`
+	s, err := Parse("x.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, one := s.Phases[1], s.Phases[2]
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"Repeat", rep.Repeat, 10},
+		{"Gap", rep.Gap, 50 * time.Millisecond},
+		{"PlannedRequests", rep.PlannedRequests(), 200},
+		{"BurstStart(0)", rep.BurstStart(0), time.Duration(0)},
+		{"BurstStart(3)", rep.BurstStart(3), 156 * time.Millisecond},
+		{"Length", rep.Length(), 10*2*time.Millisecond + 9*50*time.Millisecond},
+		{"unrepeated Repeat", one.Repeat, 1},
+		{"unrepeated Gap", one.Gap, time.Duration(0)},
+		{"unrepeated PlannedRequests", one.PlannedRequests(), 5},
+		{"unrepeated Length", one.Length(), time.Duration(0)},
+		{"idle Length", s.Phases[0].Length(), 30 * time.Second},
+		{"zero Repeat counts one burst", Phase{Kind: Burst, Requests: 3}.PlannedRequests(), 3},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestPhaseLength(t *testing.T) {
+	const maxD = time.Duration(math.MaxInt64)
+	tests := []struct {
+		name  string
+		phase Phase
+		want  time.Duration
+	}{
+		{"constant", Phase{Kind: Constant, Duration: 8 * time.Second}, 8 * time.Second},
+		{"ramp", Phase{Kind: Ramp, Duration: 5 * time.Second}, 5 * time.Second},
+		{"idle", Phase{Kind: Idle, Duration: time.Hour}, time.Hour},
+		{"burst", Phase{Kind: Burst, Spread: 5 * time.Millisecond}, 5 * time.Millisecond},
+		{"repeated burst", Phase{Kind: Burst, Spread: time.Second, Repeat: 3, Gap: time.Minute}, 3*time.Second + 2*time.Minute},
+		{"edge burst", Phase{Kind: EdgeBurst, Window: 5 * time.Second, Offset: time.Second, Spread: 5 * time.Millisecond}, 7*time.Second + 5*time.Millisecond},
+		{"probe", Phase{Kind: RetryAfterProbe, Requests: 30}, MaxProbeWait},
+		{"saturates", Phase{Kind: Burst, Spread: maxD / 2, Repeat: 1000, Gap: maxD / 3}, maxD},
+	}
+	for _, tt := range tests {
+		if got := tt.phase.Length(); got != tt.want {
+			t.Errorf("%s: Length = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

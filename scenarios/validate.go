@@ -23,6 +23,11 @@ const (
 	MaxBurstRequests = 5000
 	// MaxPhaseRequests is the most requests one phase may plan.
 	MaxPhaseRequests = 1_000_000
+	// MaxBurstRepeat is the most bursts a repeated Burst phase may release.
+	MaxBurstRepeat = 1000
+	// MaxBurstSpread is the longest a Burst may be spread over; a longer
+	// release is a paced load, which a constant phase sends.
+	MaxBurstSpread = time.Minute
 	// DefaultEdgeOffset is an EdgeBurst's distance from the window edge
 	// when the file gives none (a quarter of the window when that is
 	// shorter): requests at W−1s and W+1s.
@@ -84,8 +89,8 @@ func (v *validator) scenario(r *rawScenario) *Scenario {
 	}
 	v.identitiesFit(&r.Identities, s)
 	s.Checks = v.checks(&r.Checks, s.Target)
-	if d := timedLength(s.Phases); d > MaxTrafficTime {
-		v.fail("traffic", "the phases last %v, beyond the %v a scenario may run; split it", d, MaxTrafficTime)
+	if d := trafficLength(s.Phases); d > MaxTrafficTime {
+		v.fail("traffic", "the phases last up to %v, beyond the %v a scenario may run; split it", d, MaxTrafficTime)
 	}
 	s.Faults = v.faults(r.Faults, s.Target, s.Redis, timedLength(s.Phases))
 	if s.Target.Peer != "" {
@@ -107,20 +112,31 @@ func (v *validator) scenario(r *rawScenario) *Scenario {
 	return s
 }
 
-// MaxTrafficTime bounds the length of a scenario's timed phases, so that a
-// typo cannot start a run that never ends.
+// MaxTrafficTime bounds the length of a scenario's phases, every phase
+// counted at its Length, so that a typo cannot start a run that never ends.
 const MaxTrafficTime = 2 * time.Hour
+
+// trafficLength is the sum of the phases' Length, saturating at the
+// largest Duration.
+func trafficLength(phases []Phase) time.Duration {
+	var d time.Duration
+	for _, p := range phases {
+		d = addDurations(d, p.Length())
+	}
+	return d
+}
 
 // MaxFaultTime bounds a fault's At and Duration.
 const MaxFaultTime = 10 * time.Minute
 
 // timedLength is the length of the phases whose length the schedule fixes
-// (constant, ramp, idle); bursts and probes take as long as they take.
+// (constant, ramp, idle), which faults are placed within; bursts and probes
+// start when their set-up is done.
 func timedLength(phases []Phase) time.Duration {
 	var d time.Duration
 	for _, p := range phases {
 		if p.Kind == Constant || p.Kind == Ramp || p.Kind == Idle {
-			d += p.Duration
+			d = addDurations(d, p.Duration)
 		}
 	}
 	return d
@@ -331,13 +347,13 @@ var headerPattern = regexp.MustCompile(`^[A-Za-z0-9-]+$`)
 var phaseFields = map[PhaseKind][]string{
 	Constant:        {"rate", "duration", "routes", "honor_retry_after"},
 	Ramp:            {"from", "to", "duration", "routes", "honor_retry_after"},
-	Burst:           {"requests", "spread", "routes"},
+	Burst:           {"requests", "spread", "repeat", "gap", "routes"},
 	EdgeBurst:       {"requests", "spread", "offset", "window", "routes"},
 	Idle:            {"duration"},
 	RetryAfterProbe: {"requests", "routes"},
 }
 
-var allPhaseFields = []string{"rate", "from", "to", "duration", "requests", "spread", "offset", "window", "routes", "honor_retry_after"}
+var allPhaseFields = []string{"rate", "from", "to", "duration", "requests", "spread", "repeat", "gap", "offset", "window", "routes", "honor_retry_after"}
 
 func (v *validator) phase(r *rawPhase, field string, i int, t Target) Phase {
 	p := Phase{Kind: PhaseKind(r.Kind), Name: r.Name}
@@ -399,6 +415,9 @@ func (v *validator) phase(r *rawPhase, field string, i int, t Target) Phase {
 	if r.Spread != "" {
 		p.Spread = v.duration(field+".spread", r.Spread, false)
 	}
+	if p.Kind == Burst {
+		v.burst(r, field, &p)
+	}
 	p.HonorRetryAfter = r.HonorRetryAfter
 	if slices.Contains(allowed, "routes") {
 		p.Routes = v.routeWeights(r.Routes, field+".routes", t)
@@ -446,6 +465,32 @@ func (v *validator) phase(r *rawPhase, field string, i int, t Target) Phase {
 		}
 	}
 	return p
+}
+
+// burst validates the spread and the repetition of a Burst phase.
+func (v *validator) burst(r *rawPhase, field string, p *Phase) {
+	if p.Spread > MaxBurstSpread {
+		v.fail(field+".spread", "%v is longer than %v, the longest a burst may be spread over; a constant phase sends a paced load", p.Spread, MaxBurstSpread)
+	}
+	p.Repeat = 1
+	if r.Repeat != nil {
+		p.Repeat = *r.Repeat
+		if p.Repeat < 1 || p.Repeat > MaxBurstRepeat {
+			v.fail(field+".repeat", "%d: want 1 to %d bursts", p.Repeat, MaxBurstRepeat)
+		}
+	}
+	if r.Gap != "" {
+		p.Gap = v.duration(field+".gap", r.Gap, false)
+		switch {
+		case p.Gap > MaxTrafficTime:
+			v.fail(field+".gap", "%v is longer than the %v a scenario may run", p.Gap, MaxTrafficTime)
+		case p.Repeat == 1 && v.err == nil:
+			v.fail(field+".gap", "a gap separates repeated bursts; give repeat above 1, or use an idle phase before the burst")
+		}
+	}
+	if n := int64(p.Requests) * int64(p.Repeat); n > MaxPhaseRequests && v.err == nil {
+		v.fail(field+".repeat", "%d bursts of %d plan %d requests, above the maximum %d; keep scenarios short", p.Repeat, p.Requests, n, MaxPhaseRequests)
+	}
 }
 
 func (v *validator) routeWeights(raw []rawWeight, field string, t Target) []RouteWeight {

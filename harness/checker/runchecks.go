@@ -78,7 +78,7 @@ func (t *timings) add(r *history.Record) {
 }
 
 // results are the checks on the run itself, in this order: load delivered,
-// a complete history, the latency bound, the overhead bounds, the
+// each burst's achieved spread (load-delivered too), a complete history, the latency bound, the overhead bounds, the
 // Retry-After probes, whether each fault happened, and the keys left
 // without a TTL. Those that need a bound the record lacks (a record written
 // before CheckSettings) are left out.
@@ -93,6 +93,7 @@ func (t *timings) results(rec *runrecord.ScenarioRecord) []Result {
 			Explanation: fmt.Sprintf("the generator sent %.1f%% of the open-model requests within %v of their schedule", 100*delivered, c.LagTolerance),
 		}, loadOK))
 	}
+	out = append(out, burstSpreadResults(rec.Phases)...)
 	out = append(out, verdictOf(Result{
 		Name: CheckHistoryComplete, Class: ClassHarness, Observed: float64(rec.Dropped), Bound: 0, Unit: "results dropped",
 		Explanation: "every result reached the history (a consumer too slow for the generator drops results, and the checks would miss them)",

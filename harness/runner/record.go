@@ -97,6 +97,17 @@ func phaseRecord(p *traffic.PhaseStats) runrecord.PhaseRecord {
 	if p.Lag != nil {
 		pr.LagP99 = time.Duration(p.Lag.ValueAtQuantile(99)) * time.Microsecond
 	}
+	if len(p.Bursts) > 0 {
+		pr.Spread, pr.AchievedSpread = p.Spread, p.AchievedSpread()
+		for _, b := range p.Bursts {
+			br := runrecord.BurstRecord{Requests: b.Requests, Sent: b.Sent, Written: b.Written,
+				SentSpread: b.SentSpread(), WrittenSpread: b.WrittenSpread(), Achieved: b.Achieved(), MaxIdle: b.MaxIdle}
+			if b.Sent > 0 {
+				br.Late = b.FirstSent.Sub(b.Intended)
+			}
+			pr.Bursts = append(pr.Bursts, br)
+		}
+	}
 	if p.Kind == scenarios.RetryAfterProbe {
 		pr.Probe = &runrecord.ProbeRecord{Rejected: p.ProbeRejected, Retried: p.ProbeRetried, Admitted: p.ProbeAdmitted, Wait: p.ProbeWait}
 	}

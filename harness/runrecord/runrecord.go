@@ -328,6 +328,35 @@ type PhaseRecord struct {
 	// Probe is a retry_after_probe phase's outcome; nil for other phases
 	// (and, in older records, for a probe never rejected).
 	Probe *ProbeRecord `json:"probe,omitempty"`
+	// Spread is a burst's (or each half of an edge burst's) planned
+	// spread; AchievedSpread the widest spread its bursts achieved
+	// (BurstRecord.Achieved); Bursts what each burst achieved, in order.
+	// All three are absent for phases without bursts.
+	Spread         time.Duration `json:"spread_ns,omitempty"`
+	AchievedSpread time.Duration `json:"achieved_spread_ns,omitempty"`
+	Bursts         []BurstRecord `json:"bursts,omitempty"`
+}
+
+// BurstRecord is what one burst achieved: one repetition of a burst phase
+// or one half of an edge burst.
+type BurstRecord struct {
+	// Requests is the number of sends the burst planned; Sent those handed
+	// to their connection, Written those written whole.
+	Requests int `json:"requests"`
+	Sent     int `json:"sent"`
+	Written  int `json:"written"`
+	// SentSpread is the time from the burst's first send to its last;
+	// WrittenSpread from its first request written whole to its last.
+	SentSpread    time.Duration `json:"sent_spread_ns"`
+	WrittenSpread time.Duration `json:"written_spread_ns"`
+	// Achieved is the larger of the two: the burst's achieved spread.
+	Achieved time.Duration `json:"achieved_spread_ns"`
+	// Late is how long after its first planned send the burst's first
+	// request was sent.
+	Late time.Duration `json:"late_ns"`
+	// MaxIdle is the longest any of its connections was open before its
+	// request was written.
+	MaxIdle time.Duration `json:"max_idle_ns"`
 }
 
 // OpenModel reports whether the phase sends on a schedule whatever the

@@ -16,14 +16,16 @@ func TestRoundTrip(t *testing.T) {
 			Drill:   &Drill{Mode: FailOpen, Instances: 3, Timeout: 50 * time.Millisecond, Windows: []FaultWindow{window}},
 			Checks:  &CheckSettings{LoadDelivered: 0.95, LagTolerance: 50 * time.Millisecond, MaxLatency: time.Second, Overhead: &OverheadBounds{Route: "/a", Baseline: "/b", P99: 10 * time.Millisecond}},
 			KeyScan: &KeyScan{AtNs: 7e9, WithoutTTL: 1, Examples: []string{"rl:{x}:gcra"}},
-			Phases:  []PhaseRecord{{Name: "probe", Kind: PhaseRetryAfterProbe, Probe: &ProbeRecord{Rejected: true, Retried: true, Admitted: true, Wait: time.Second}}},
+			Phases: []PhaseRecord{{Name: "probe", Kind: PhaseRetryAfterProbe, Probe: &ProbeRecord{Rejected: true, Retried: true, Admitted: true, Wait: time.Second}},
+				{Name: "hundred", Kind: "burst", Planned: 100, Sent: 100, Spread: 5 * time.Millisecond, AchievedSpread: 7 * time.Millisecond,
+					Bursts: []BurstRecord{{Requests: 100, Sent: 100, Written: 100, SentSpread: 6 * time.Millisecond, WrittenSpread: 7 * time.Millisecond, Achieved: 7 * time.Millisecond, Late: time.Millisecond, MaxIdle: 120 * time.Millisecond}}}},
 		}}}
 	var buf bytes.Buffer
 	if err := in.Write(&buf); err != nil {
 		t.Fatal(err)
 	}
 	for _, field := range []string{`"schema": "rlbench-run/v1"`, `"rlbench_commit": "abc123"`, `"store_timeout_ns": 50000000`, `"loses_state": true`,
-		`"failure_mode": "open"`, `"lag_tolerance_ns": 50000000`, `"without_ttl": 1`, `"at_ns": 3000000000`} {
+		`"failure_mode": "open"`, `"lag_tolerance_ns": 50000000`, `"without_ttl": 1`, `"at_ns": 3000000000`, `"spread_ns": 5000000`, `"achieved_spread_ns": 7000000`, `"written_spread_ns": 7000000`, `"max_idle_ns": 120000000`} {
 		if !strings.Contains(buf.String(), field) {
 			t.Errorf("run.json lacks %s:\n%s", field, buf.String())
 		}

@@ -65,5 +65,6 @@ func (e *engine) runProbe(ctx context.Context, pi int, ph scenarios.Phase, rng *
 	return nil
 }
 
-// MaxProbeWait bounds the Retry-After a probe waits for before retrying.
-const MaxProbeWait = 2 * time.Minute
+// MaxProbeWait bounds the Retry-After a probe waits for before retrying;
+// a scenario counts a probe at this length.
+const MaxProbeWait = scenarios.MaxProbeWait

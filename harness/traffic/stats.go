@@ -82,6 +82,11 @@ type PhaseStats struct {
 	// Edge is, for an edge burst, the window edge on the limiter's clock;
 	// EdgeLocal the same instant on the local clock.
 	Edge, EdgeLocal time.Time
+	// Spread is, for a burst or an edge burst, the planned spread of each
+	// of its bursts; Bursts is what each achieved, in order: the
+	// repetitions of a burst, the two halves of an edge burst.
+	Spread time.Duration
+	Bursts []BurstStats
 	// Lag is the distribution of send delays behind the schedule, in µs.
 	Lag *hdrhistogram.Histogram
 	// Latency covers every request of the phase; Routes splits it by route.
@@ -113,6 +118,16 @@ func (s *PhaseStats) AchievedRate() float64 {
 		return 0
 	}
 	return float64(s.Sent-1) / span
+}
+
+// AchievedSpread is the widest achieved spread (BurstStats.Achieved) of
+// the phase's bursts; 0 for a phase without bursts.
+func (s *PhaseStats) AchievedSpread() time.Duration {
+	var d time.Duration
+	for _, b := range s.Bursts {
+		d = max(d, b.Achieved())
+	}
+	return d
 }
 
 // PlannedRate is the schedule's mean rate, per second; 0 for phases without

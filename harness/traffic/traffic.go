@@ -4,7 +4,9 @@
 //
 // Constant and ramp phases run on an open model through a vegeta Attacker
 // (one per phase) paced by a Schedule; bursts and edge bursts are released
-// over pre-opened connections with net/http (see burst.go for why); phases
+// from a start barrier, each request on a connection of its own opened just
+// before it (see burst.go for why), and what each burst achieved is
+// recorded (PhaseStats.Bursts); phases
 // whose clients honour Retry-After, and the Retry-After probe, drive net/http
 // themselves because each client's sends depend on its earlier answers.
 //
@@ -49,6 +51,11 @@ const (
 	// DefaultHandoffBuffer is the number of results waiting for the
 	// consumer before further ones are dropped (and counted).
 	DefaultHandoffBuffer = 1 << 16
+	// DefaultConnLead is how long before its planned send a burst request's
+	// connection is opened: long enough to open a group of a few thousand
+	// on a busy machine, far shorter than any server's idle or header
+	// timeout.
+	DefaultConnLead = 100 * time.Millisecond
 	// DefaultLagTolerance is how late after its intended time a request may
 	// be sent and still count as delivered on time. It is generous enough
 	// for a busy two-core machine's scheduling noise, and far below the lag
@@ -88,6 +95,12 @@ type Config struct {
 	// it is full. May be nil.
 	OnResult func(*Result)
 
+	// ConnLead is how long before its first planned send a group of burst
+	// requests opens its connections; none is opened earlier, so none is
+	// open longer than ConnLead, plus the group's span (under ConnLead) and
+	// the time opening the group takes, before its request is written.
+	ConnLead time.Duration
+
 	Workers        uint64
 	MaxWorkers     uint64
 	MaxConnections int
@@ -115,6 +128,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.LagTolerance == 0 {
 		c.LagTolerance = DefaultLagTolerance
+	}
+	if c.ConnLead == 0 {
+		c.ConnLead = DefaultConnLead
 	}
 }
 
@@ -252,6 +268,9 @@ type engine struct {
 	// envSecrets replaces header values taken from the environment by
 	// scenarios.Redacted; nil when there are none.
 	envSecrets *strings.Replacer
+	// burstConns holds a token per open burst connection, at most
+	// maxBurstConns.
+	burstConns chan struct{}
 
 	mu     sync.Mutex
 	nextID uint64 // last ID handed out
@@ -270,7 +289,10 @@ func newEngine(cfg Config) (*engine, error) {
 	if cfg.InstanceNames != nil && len(cfg.InstanceNames) != len(cfg.BaseURLs) {
 		return nil, fmt.Errorf("%w: %d instance names for %d base URLs", ErrConfig, len(cfg.InstanceNames), len(cfg.BaseURLs))
 	}
-	e := &engine{cfg: cfg, sc: sc}
+	if cfg.ConnLead < 0 {
+		return nil, fmt.Errorf("%w: ConnLead %v is negative", ErrConfig, cfg.ConnLead)
+	}
+	e := &engine{cfg: cfg, sc: sc, burstConns: make(chan struct{}, maxBurstConns)}
 	for i, raw := range cfg.BaseURLs {
 		u, err := url.Parse(strings.TrimSuffix(raw, "/"))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -239,6 +239,36 @@ func TestRunBurst(t *testing.T) {
 	if got, want := last.Sub(first), 5*time.Millisecond; got != want {
 		t.Errorf("intended sends span %v, want the spread %v", got, want)
 	}
+	ps := stats.Phases[0]
+	if got, want := ps.Spread, 5*time.Millisecond; got != want {
+		t.Errorf("Spread = %v, want %v", got, want)
+	}
+	if len(ps.Bursts) != 1 {
+		t.Fatalf("%d bursts recorded, want 1", len(ps.Bursts))
+	}
+	b := ps.Bursts[0]
+	if b.Requests != 100 || b.Sent != 100 || b.Written != 100 {
+		t.Errorf("Requests, Sent, Written = %d, %d, %d; want 100 each", b.Requests, b.Sent, b.Written)
+	}
+	if !b.Intended.Equal(first) {
+		t.Errorf("burst Intended = %v, want the first planned send %v", b.Intended, first)
+	}
+	sent0, sent1 := results[0].Sent, results[0].Sent
+	for _, r := range results {
+		if r.Sent.Before(sent0) {
+			sent0 = r.Sent
+		}
+		if r.Sent.After(sent1) {
+			sent1 = r.Sent
+		}
+	}
+	if !b.FirstSent.Equal(sent0) || !b.LastSent.Equal(sent1) {
+		t.Errorf("FirstSent, LastSent = %v, %v after the planned start; want the results' %v, %v",
+			b.FirstSent.Sub(first), b.LastSent.Sub(first), sent0.Sub(first), sent1.Sub(first))
+	}
+	if got, want := ps.AchievedSpread(), max(b.LastSent.Sub(b.FirstSent), b.LastWritten.Sub(b.FirstWritten)); got != want {
+		t.Errorf("AchievedSpread = %v, want %v", got, want)
+	}
 }
 
 func TestRunEdgeBurst(t *testing.T) {
@@ -568,9 +598,19 @@ func TestRunBurstUnreachable(t *testing.T) {
 	url := srv.URL
 	srv.Close() // nothing listens there any more
 	sc := scenario(t, 1, oneRoute, "  count: 1", "  - {kind: burst, requests: 5}")
-	_, err := Run(context.Background(), Config{Scenario: sc, BaseURLs: []string{url}})
-	if err == nil || !strings.Contains(err.Error(), "open connection") {
-		t.Fatalf("Run against a closed port: error = %v, want one about opening connections", err)
+	results, stats, err := collect(t, context.Background(), Config{Scenario: sc, BaseURLs: []string{url}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps := stats.Phases[0]; ps.Errors != 5 || ps.Sent != 5 {
+		t.Fatalf("Errors, Sent = %d, %d; want 5, 5", ps.Errors, ps.Sent)
+	}
+	for _, r := range results {
+		// The checker counts a refused connection as a request that never
+		// reached the limiter.
+		if r.Status != 0 || !strings.Contains(r.Err, "open connection") || !strings.Contains(r.Err, "connection refused") {
+			t.Errorf("result %d: status %d, err %q; want an error opening the connection, refused", r.ID, r.Status, r.Err)
+		}
 	}
 }
 

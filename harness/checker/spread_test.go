@@ -1,0 +1,72 @@
+package checker
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlbench/rlbench/harness/runrecord"
+)
+
+func TestSpreadBound(t *testing.T) {
+	tests := []struct{ spread, want time.Duration }{
+		{0, 5 * time.Millisecond},
+		{2 * time.Millisecond, 7 * time.Millisecond},
+		{5 * time.Millisecond, 10 * time.Millisecond},
+		{time.Second, 2 * time.Second},
+	}
+	for _, tt := range tests {
+		if got := SpreadBound(tt.spread); got != tt.want {
+			t.Errorf("SpreadBound(%v) = %v, want %v", tt.spread, got, tt.want)
+		}
+	}
+}
+
+func TestBurstSpreadResults(t *testing.T) {
+	burst := func(n, sent int, achieved time.Duration) runrecord.BurstRecord {
+		return runrecord.BurstRecord{Requests: n, Sent: sent, Written: sent, SentSpread: achieved, WrittenSpread: achieved / 2, Achieved: achieved}
+	}
+	phase := func(spread time.Duration, bursts ...runrecord.BurstRecord) runrecord.PhaseRecord {
+		p := runrecord.PhaseRecord{Name: "b", Kind: "burst", Spread: spread, Bursts: bursts}
+		for _, b := range bursts {
+			p.AchievedSpread = max(p.AchievedSpread, b.Achieved)
+		}
+		return p
+	}
+	tests := []struct {
+		name     string
+		phase    runrecord.PhaseRecord
+		verdict  Verdict
+		observed float64
+		bound    float64
+		explain  string
+	}{
+		{"tight", phase(5*time.Millisecond, burst(1000, 1000, 8*time.Millisecond)), Pass, 8, 10, "1000 requests sent within 8ms"},
+		{"at the bound", phase(5*time.Millisecond, burst(100, 100, 10*time.Millisecond)), Pass, 10, 10, "at most 10ms passes"},
+		{"not a burst", phase(5*time.Millisecond, burst(1000, 1000, 158700*time.Microsecond)), Fail, 158.7, 10, "did not release it as a burst"},
+		{"all at once", phase(0, burst(50, 50, 6*time.Millisecond)), Fail, 6, 5, "planned 0s"},
+		{"the widest of repeats", phase(time.Millisecond, burst(10, 10, time.Millisecond), burst(10, 10, 9*time.Millisecond), burst(10, 10, 2*time.Millisecond)), Fail, 9, 6, "burst 2 of 3"},
+		{"a burst short of requests", phase(5*time.Millisecond, burst(10, 10, time.Millisecond), burst(10, 4, time.Millisecond)), Unknown, 1, 10, "burst 2 sent 4 of its 10"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := burstSpreadResults([]runrecord.PhaseRecord{{Name: "steady", Kind: "constant"}, tt.phase})
+			if len(got) != 1 {
+				t.Fatalf("%d results, want 1 (none for a phase without bursts)", len(got))
+			}
+			r := got[0]
+			if r.Name != CheckLoadDelivered || r.Scope != "b spread" {
+				t.Errorf("Name, Scope = %q, %q; want %q, %q", r.Name, r.Scope, CheckLoadDelivered, "b spread")
+			}
+			if r.Verdict != tt.verdict {
+				t.Errorf("Verdict = %s, want %s (%s)", r.Verdict, tt.verdict, r.Explanation)
+			}
+			if r.Observed != tt.observed || r.Bound != tt.bound {
+				t.Errorf("Observed, Bound = %v, %v; want %v, %v", r.Observed, r.Bound, tt.observed, tt.bound)
+			}
+			if !strings.Contains(r.Explanation, tt.explain) {
+				t.Errorf("Explanation %q lacks %q", r.Explanation, tt.explain)
+			}
+		})
+	}
+}
