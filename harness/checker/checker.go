@@ -327,9 +327,11 @@ func checkDataset(d *dataset, p Policy, c clock) *Report {
 // offset and where it came from, or that it is unknown and the bounds do
 // without it. Limits without windows need no offset and get no note.
 func (r *run) clockNotes(uses []limitUse) []string {
-	if !slices.ContainsFunc(uses, func(u limitUse) bool {
-		return u.lim.Algorithm == FixedWindow || u.lim.Algorithm == SlidingWindowCounter
-	}) {
+	needsOffset := func(u limitUse) bool {
+		_, offsetFree := modelFor(u.lim, false).(*unalignedWindowModel)
+		return offsetFree
+	}
+	if !slices.ContainsFunc(uses, needsOffset) {
 		return nil
 	}
 	if !r.clockKnown {
