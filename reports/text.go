@@ -26,9 +26,16 @@ func WriteText(w io.Writer, rep *checker.Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\n%d records, %d keys: %d admitted, %d rejected, %d unknown (%d transport errors), %d unmatched by the policy. Verdict: %s\n",
-		rep.Records, rep.Keys, rep.Admitted, rep.Rejected, rep.Unknown, rep.TransportErrors, rep.Unmatched, strings.ToUpper(string(rep.Verdict())))
-	return err
+	if _, err := fmt.Fprintf(w, "\n%d records, %d keys: %d admitted, %d rejected, %d unknown (%d transport errors), %d unmatched by the policy. Verdict: %s\n",
+		rep.Records, rep.Keys, rep.Admitted, rep.Rejected, rep.Unknown, rep.TransportErrors, rep.Unmatched, strings.ToUpper(string(rep.Verdict()))); err != nil {
+		return err
+	}
+	for _, n := range rep.Notes {
+		if _, err := fmt.Fprintf(w, "Note: %s.\n", n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // FormatNumber prints v as every verdict table shows an observed value or a
