@@ -345,6 +345,8 @@ func (r *run) clockNotes(uses []limitUse) []string {
 		from = ", measured from the target's Date headers"
 	case history.ClockDeclared:
 		from = ", as the scenario declared it"
+	case history.ClockLocal:
+		from = ", the limiter reading this host's clock"
 	}
 	return []string{fmt.Sprintf("limiter clock offset %v ± %v%s: window checks place the limiter's windows by it", time.Duration(r.off), time.Duration(r.unc), from)}
 }

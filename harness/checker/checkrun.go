@@ -68,6 +68,12 @@ func CheckRun(src history.Source, rec *runrecord.ScenarioRecord, p Policy) (*Rep
 	if p.ClockOffset == nil && rec.ClockKnown() {
 		offset := rec.ClockOffset
 		p.ClockOffset, p.ClockUncertainty = &offset, rec.ClockUncertainty
+		if h := src.Header(); h.ClockSource == "" && rec.ClockSource != "" {
+			// An offset measured during the traffic (from Date headers)
+			// reaches run.json only: the header was written before it.
+			h.ClockSource = rec.ClockSource
+			src = withHeader{src, h}
+		}
 	}
 	if cs := rec.Checks; cs != nil {
 		if p.MaxExcess == 0 {
@@ -112,3 +118,11 @@ func (o observed) Read(r *history.Record) error {
 	}
 	return err
 }
+
+// withHeader is a history.Source whose header is h.
+type withHeader struct {
+	history.Source
+	h history.Header
+}
+
+func (w withHeader) Header() history.Header { return w.h }

@@ -37,8 +37,9 @@
 //	clock_source          string, optional: where the offset came from:
 //	                      "redis_time" (Redis TIME, uncertainty half the
 //	                      shortest round trip), "http_date" (the target's
-//	                      Date headers) or "declared" (the scenario's
-//	                      target.clock).
+//	                      Date headers), "declared" (the scenario's
+//	                      target.clock) or "local" (a limiter on the
+//	                      harness's host and clock).
 //	clock_resolution_ns   integer, optional: the step of the limiter's clock,
 //	                      in nanoseconds, in [0, 1 h] (MaxClockResolution):
 //	                      1000 for a limiter on Redis TIME or microseconds,

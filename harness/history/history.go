@@ -76,6 +76,9 @@ const (
 	ClockHTTPDate = "http_date"
 	// ClockDeclared: the scenario declared the offset and its uncertainty.
 	ClockDeclared = "declared"
+	// ClockLocal: the limiter runs on the harness's host and reads its
+	// clock (an instance rlbench started without Redis): offset 0 ± 0.
+	ClockLocal = "local"
 )
 
 // DefaultClockResolution is the clock resolution a reader assumes for a
