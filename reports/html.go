@@ -328,6 +328,8 @@ func clockFact(rec *runrecord.ScenarioRecord) string {
 		v += " (the target's Date headers)"
 	case "declared":
 		v += " (declared by the scenario)"
+	case "local":
+		v += " (this host's clock)"
 	}
 	return v
 }
