@@ -5,8 +5,11 @@
 // # The model
 //
 // Request i has a key, a cost c, a sent time s and a received time e on the
-// harness's clock, and an outcome: admitted, rejected (429) or unknown (a
-// transport error, timeout or 5xx). The limiter decided at an unknown time d
+// harness's clock, and an outcome: admitted (2xx, 3xx), rejected (429) or
+// unknown (a transport error, timeout, 5xx, or a 4xx other than 429, which
+// may never have reached the limiter; a record says admitted with such a
+// status only in a history written before that rule, and counts as
+// unknown). The limiter decided at an unknown time d
 // in [s, e]. The checker reports only what no possible choice of decision
 // times can explain, so every failure is a proof: an interval and the
 // requests that break the bound inside it. Unknown outcomes are handled as
@@ -21,7 +24,8 @@
 //   - token bucket, GCRA, leaky bucket as a meter (burst B, rate r): for
 //     every interval [a, b], the cost of admitted requests with a <= s and
 //     e <= b is at most B + r·(b − a + res), res the limiter clock's
-//     resolution. Only intervals from a sent time to a received time need
+//     resolution (Policy.Resolution, else the history header's
+//     clock_resolution_ns: 1 ms for NGINX, 1 µs for Redis TIME). Only intervals from a sent time to a received time need
 //     examining; the maximum of S − r·(b − a) comes from one sweep with a
 //     segment tree, O(n log n).
 //   - sliding window log (limit L, window W): at most L admitted among the
@@ -34,18 +38,29 @@
 //     boundary burst ratio: the most units that must fall in one rolling
 //     window, divided by L (a fixed window allows up to 2).
 //
+// A budget fails when some key exceeds its bound by more than
+// Policy.MaxExcess units (a scenario's checks.budget.max_excess, 0 by
+// default); the bound shown then includes it.
+//
 // False rejections: a 429 is false when every limit of its rule would have
 // admitted it at every possible decision time, even with every request that
 // may have come before it (sent before its received time, admitted or of
 // unknown outcome) charged as late as possible. This assumes each key begins
-// the history with a full budget.
+// the history with a full budget. The check fails when the false
+// rejections of a rule number more than Policy.MaxFalseRejectionRate of its
+// requests (a scenario's checks.false_rejections.max_rate, 0 by default).
 //
 // Headers: on every 429 Retry-After (whole seconds, ceiling, at least 1;
 // RFC 9110 §10.2.3, RFC 6585 §4) must be no shorter than a lower bound of
 // the ideal wait and no more than one second above an upper bound of it;
 // RateLimit fields (draft-ietf-httpapi-ratelimit-headers, and
 // X-RateLimit-*) must agree with the decision and with the model; mixing
-// header families is flagged. Status hygiene: no 5xx but the expected ones.
+// header families is flagged; Policy.SkipHeaderChecks (a scenario's
+// checks.headers false) leaves these three checks out, with a note in the
+// report. Status hygiene, the first result: every request answered, no 5xx
+// but the expected ones, no 4xx but 429; its explanation leads with the
+// commonest cause ("401 Unauthorized on all 40 requests: the traffic never
+// reached the limiter — check the identity header ...").
 //
 // Faults: a drill's history is checked with its fault windows and declared
 // failure mode (runrecord.Drill, Policy.Faults). Within a fault no request
@@ -61,7 +76,9 @@
 // Every verdict of a run is computed here, from what the run recorded: the
 // history and the scenario's entry of run.json (package runrecord). The
 // harness records and does not judge. CheckRun takes both: it completes the
-// Policy from the record (clock offset, drill, a fail-closed target's 503s),
+// Policy from the record (the clock offset unless the record says nothing
+// measured it, the drill, a fail-closed target's 503s, max_excess, the
+// false-rejection max_rate and the headers setting),
 // runs Check, and adds the checks on the run itself, each from recorded data
 // alone:
 //
