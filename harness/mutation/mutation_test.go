@@ -154,6 +154,7 @@ func TestFalseAlarmsText(t *testing.T) {
 	fa := &FalseAlarms{Rounds: 3, Out: "out", Tallies: []Tally{
 		{Scenario: "quickstart"},
 		{Scenario: "overhead", Failures: 2, Checks: []string{"max-latency", "load-delivered"}},
+		{Scenario: "peer-express", Known: 3},
 		{Scenario: "peer-nginx-nodelay", Skipped: 3, Why: "nginx is not installed"},
 	}}
 	if got, want := fa.Total(), 2; got != want {
@@ -168,12 +169,13 @@ func TestFalseAlarmsText(t *testing.T) {
 	}
 	text := squeeze(buf.String())
 	for _, want := range []string{
-		"SCENARIO RUNS SKIPPED FALSE FAILURES FAILED CHECKS",
-		"quickstart 3 0 0 -",
-		"overhead 3 0 2 max-latency, load-delivered",
-		"peer-nginx-nodelay 0 3 0 -",
+		"SCENARIO RUNS SKIPPED KNOWN FINDINGS FALSE FAILURES FAILED CHECKS",
+		"quickstart 3 0 0 0 -",
+		"overhead 3 0 0 2 max-latency, load-delivered",
+		"peer-express 3 0 3 0 -",
+		"peer-nginx-nodelay 0 3 0 0 -",
 		"peer-nginx-nodelay skipped: nginx is not installed",
-		"False failures: 2 in 6 reference runs (3 scenarios × 3, 3 skipped). Runs in out.",
+		"False failures: 2 in 9 reference runs (4 scenarios × 3, 3 skipped). Runs in out.",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, buf.String())
@@ -211,6 +213,26 @@ func TestReferenceScenarios(t *testing.T) {
 	for i, sc := range all[len(infos):] {
 		if sc.Target.Peer == "" || sc.Name != more[i].Name {
 			t.Errorf("scenario %d after the shipped ones is %s (peer %q), want peer scenario %s", len(infos)+i, sc.Name, sc.Target.Peer, more[i].Name)
+		}
+	}
+}
+
+// TestFindingsNameCheckedScenarios: every known finding is of a peer
+// scenario, and names checks the checker has.
+func TestFindingsNameCheckedScenarios(t *testing.T) {
+	all, err := peers.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []string{checker.CheckBudget, checker.CheckBurstRatio, checker.CheckFalseRejections, checker.CheckRetryAfter, checker.CheckRateLimitFields, checker.CheckHeaderStyle}
+	for name, names := range peers.Findings {
+		if !slices.ContainsFunc(all, func(sc *scenarios.Scenario) bool { return sc.Name == name }) {
+			t.Errorf("findings of %s, which is no peer scenario", name)
+		}
+		for _, n := range names {
+			if !slices.Contains(checks, n) {
+				t.Errorf("%s: finding %q is not a check of the limiter's decisions", name, n)
+			}
 		}
 	}
 }
