@@ -322,13 +322,13 @@ func clockFact(rec *runrecord.ScenarioRecord) string {
 	}
 	v := fmt.Sprintf("%v ± %v", rec.ClockOffset, rec.ClockUncertainty)
 	switch rec.ClockSource {
-	case "redis_time":
+	case history.ClockRedisTime:
 		v += " (Redis TIME)"
-	case "http_date":
+	case history.ClockHTTPDate:
 		v += " (the target's Date headers)"
-	case "declared":
+	case history.ClockDeclared:
 		v += " (declared by the scenario)"
-	case "local":
+	case history.ClockLocal:
 		v += " (this host's clock)"
 	}
 	return v
