@@ -299,8 +299,11 @@ func sectionOf(sc *Scenario, proofs []*proofView) section {
 			fact{Label: "duration", Value: rec.Duration.Round(time.Millisecond).String()},
 			fact{Label: "Redis", Value: orDash(redisLabel(rec.Redis))},
 			fact{Label: "instances", Value: orDash(strings.Join(rec.Instances, ", "))},
-			fact{Label: "clock offset", Value: fmt.Sprintf("%v ± %v", rec.ClockOffset, rec.ClockUncertainty)},
+			fact{Label: "clock offset", Value: clockFact(rec)},
 		)
+		if c := rec.Checks; c != nil && c.Headers != nil && !*c.Headers {
+			s.Facts = append(s.Facts, fact{Label: "header checks", Value: "not run (checks.headers: false): retry-after, ratelimit-fields, header-style"})
+		}
 		if rec.Source != "" {
 			s.Facts = append(s.Facts, fact{Label: "scenario file", Value: rec.Source})
 		}
@@ -341,6 +344,26 @@ func sectionOf(sc *Scenario, proofs []*proofView) section {
 	s.Charts = append(s.Charts, latencyCharts(sc)...)
 	s.Charts = append(s.Charts, retryChart(sc))
 	return s
+}
+
+// clockFact is the limiter's clock offset as a scenario's facts show it:
+// the offset with its uncertainty and source, or why there is none.
+func clockFact(rec *runrecord.ScenarioRecord) string {
+	if !rec.ClockKnown() {
+		return "unknown: window checks use offset-free bounds"
+	}
+	v := fmt.Sprintf("%v ± %v", rec.ClockOffset, rec.ClockUncertainty)
+	switch rec.ClockSource {
+	case history.ClockRedisTime:
+		v += " (Redis TIME)"
+	case history.ClockHTTPDate:
+		v += " (the target's Date headers)"
+	case history.ClockDeclared:
+		v += " (declared by the scenario)"
+	case history.ClockLocal:
+		v += " (this host's clock)"
+	}
+	return v
 }
 
 func orDash(s string) string {

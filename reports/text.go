@@ -31,6 +31,11 @@ func WriteText(w io.Writer, rep *checker.Report) error {
 	if _, err := fmt.Fprintf(w, "\n%s. Verdict: %s\n", CountsLine(rep.Counts), strings.ToUpper(string(status))); err != nil {
 		return err
 	}
+	for _, n := range rep.Notes {
+		if _, err := fmt.Fprintf(w, "Note: %s.\n", n); err != nil {
+			return err
+		}
+	}
 	if status == checker.StatusError {
 		_, err := fmt.Fprintln(w, HarnessErrorNote)
 		return err

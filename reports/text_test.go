@@ -127,3 +127,17 @@ func TestTotalsLine(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteTextNotes: the report's notes follow the totals line, one a line.
+func TestWriteTextNotes(t *testing.T) {
+	rep := &checker.Report{Counts: checker.Counts{Records: 1, Keys: 1, Admitted: 1}, Results: []checker.Result{{Name: "budget", Verdict: checker.Pass, Unit: "units"}},
+		Notes: []string{"checks.headers is false: retry-after, ratelimit-fields and header-style were not run", "clock offset unknown: window checks use offset-free bounds"}}
+	var buf bytes.Buffer
+	if err := WriteText(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	want := "Verdict: PASS\nNote: checks.headers is false: retry-after, ratelimit-fields and header-style were not run.\nNote: clock offset unknown: window checks use offset-free bounds.\n"
+	if !strings.HasSuffix(buf.String(), want) {
+		t.Errorf("got\n%s\nwant the suffix %q", buf.String(), want)
+	}
+}

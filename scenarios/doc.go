@@ -57,6 +57,11 @@
 //	  # the API's instances sharing the budget (default: one per URL)
 //	  clock_skew:               # instances only: offset an instance's clock
 //	    - {instance: instance-2, offset: 1h}  # instance-1 .. instance-N
+//	  clock_resolution: 1ms     # external only: the step the target's limiter
+//	                            # reads its clock in; default 1µs (Redis TIME)
+//	  clock: {offset: 700ms, uncertainty: 5ms}  # external only: the target's
+//	                            # clock minus rlbench's, declared; default:
+//	                            # measured (see "The limiter's clock" below)
 //	  routes:
 //	    - path: /api/items
 //	      method: GET           # GET | HEAD | POST | PUT | PATCH | DELETE; default GET
@@ -107,7 +112,7 @@
 //	  - {kind: retry_after_probe, requests: 30}
 //	checks:
 //	  budget: {max_excess: 0}              # units above the policy's bound, per key
-//	  false_rejections: {max_rate: 0.01}   # fraction of requests
+//	  false_rejections: {max_rate: 0.01}   # fraction of requests, per route's rule
 //	  headers: true                        # Retry-After and RateLimit honesty
 //	  overhead: {route: /api/items, baseline: /api/items-baseline, p50: 2ms, p99: 10ms, p999: 25ms}
 //	  max_latency: 1s
@@ -165,7 +170,16 @@
 // Authorization: Bearer, so query and cookie carries need an external
 // target.
 //
-// The budget check always runs.
+// The budget check always runs; it fails when some key's admitted units in
+// one interval exceed the policy's bound by more than max_excess (default
+// 0). The false-rejection check always runs too; it fails when the
+// rejections that had room under every timing number more than max_rate
+// times the requests of the route's policy (⌊max_rate·N⌋ of N pass; 0
+// when the file does not say). The retry-after, ratelimit-fields and
+// header-style checks run unless headers: false, and the report then says
+// they were left out.
+// Every one of these settings is recorded in run.json, so `rlbench check
+// RUN_DIR` applies it as the run did.
 //
 // A burst releases requests requests evenly within spread (0: all at once;
 // at most 1m, beyond which a constant phase sends the paced load). With
@@ -188,6 +202,22 @@
 // (N−1) × gap; an edge burst its window (the most it waits for the edge)
 // plus twice its offset and its spread; a retry_after_probe 2m, the longest
 // Retry-After it waits out.
+//
+// # The limiter's clock
+//
+// Fixed windows and the sliding window counter's windows are aligned on
+// the limiter's clock; the checks place them by its offset to rlbench's.
+// rlbench measures it on Redis TIME when it has the limiter's Redis (the
+// instances it starts, or an external target whose redis.url the file
+// gives with provider external); else, for an external target, it
+// derives it from the Date headers of the target's responses (each a
+// whole second of the target's clock, bounding the offset between its
+// request's send and receipt), unless target.clock declares it. When
+// nothing measures it the offset is unknown, and the window checks use
+// bounds that hold whatever the offset (at most twice the limit within
+// any window length). The clock's resolution widens every interval: the
+// sample API reads microseconds, each peer declares its own (NGINX
+// milliseconds), and target.clock_resolution gives an external target's.
 //
 // An edge_burst sends its requests twice:
 // offset before and offset after the next edge of an aligned window (on the

@@ -66,15 +66,23 @@ type rawRedis struct {
 }
 
 type rawTarget struct {
-	Instances    int        `yaml:"instances"`
-	External     []string   `yaml:"external"`
-	Peer         string     `yaml:"peer"`
-	Spread       string     `yaml:"spread"`
-	Store        string     `yaml:"store"`
-	FailureMode  string     `yaml:"failure_mode"`
-	StoreTimeout string     `yaml:"store_timeout"`
-	ClockSkew    []rawSkew  `yaml:"clock_skew"`
-	Routes       []rawRoute `yaml:"routes"`
+	Instances    int       `yaml:"instances"`
+	External     []string  `yaml:"external"`
+	Peer         string    `yaml:"peer"`
+	Spread       string    `yaml:"spread"`
+	Store        string    `yaml:"store"`
+	FailureMode  string    `yaml:"failure_mode"`
+	StoreTimeout string    `yaml:"store_timeout"`
+	ClockSkew    []rawSkew `yaml:"clock_skew"`
+	// ClockResolution and Clock describe an external target's clock.
+	ClockResolution string     `yaml:"clock_resolution"`
+	Clock           *rawClock  `yaml:"clock"`
+	Routes          []rawRoute `yaml:"routes"`
+}
+
+type rawClock struct {
+	Offset      string `yaml:"offset"`
+	Uncertainty string `yaml:"uncertainty"`
 }
 
 type rawRoute struct {
@@ -129,7 +137,7 @@ type rawWeight struct {
 type rawChecks struct {
 	Budget          *rawBudget      `yaml:"budget"`
 	FalseRejections *rawFalse       `yaml:"false_rejections"`
-	Headers         bool            `yaml:"headers"`
+	Headers         *bool           `yaml:"headers"`
 	Overhead        *rawOverhead    `yaml:"overhead"`
 	MaxLatency      string          `yaml:"max_latency"`
 	LoadDelivered   *float64        `yaml:"load_delivered"`

@@ -237,9 +237,32 @@ type Target struct {
 	// API, held to the routes' policies; Store is then StoreRedis when the
 	// peer uses Redis and empty otherwise.
 	Peer Peer
+	// ClockResolution is the step of an external target's limiter clock
+	// (1ms for one that reads milliseconds); 0 when the file does not say,
+	// and the checks then assume 1 µs. The sample API reads microseconds
+	// and each peer declares its own (harness/peers.ClockResolution).
+	ClockResolution time.Duration
+	// Clock, when set, declares an external target's clock offset: the
+	// checks place its windows by it instead of measuring (Redis TIME of
+	// the scenario's Redis, or the Date headers of its responses).
+	Clock *Clock
 	// Routes are the target's routes with their cost and policies.
 	Routes []Route
 }
+
+// Clock is a declared clock offset: the limiter's clock minus rlbench's,
+// within ± Uncertainty.
+type Clock struct {
+	Offset, Uncertainty time.Duration
+}
+
+// MaxClockResolution is the coarsest clock resolution a scenario may
+// declare: one hour (history.MaxClockResolution).
+const MaxClockResolution = time.Hour
+
+// MaxClockOffset bounds a declared clock offset and its uncertainty: a
+// day either way. A limiter's clock further off than that is misconfigured.
+const MaxClockOffset = 24 * time.Hour
 
 // Algorithms returns the algorithms the target's policies use, each once,
 // in the order limiter.Algorithms lists them.
@@ -568,13 +591,16 @@ func mulDuration(n int64, d time.Duration) time.Duration {
 // Checks are the verdicts a run must pass, with their bounds.
 type Checks struct {
 	// MaxExcess is the most units per key the budget check tolerates above
-	// the policy's bound; 0 when the file does not say. The budget check
-	// always runs.
+	// the policy's bound (checker.Policy.MaxExcess); 0 when the file does
+	// not say. The budget check always runs.
 	MaxExcess int64
-	// FalseRejections, when set, bounds the false-rejection rate.
+	// FalseRejections, when set, bounds the false-rejection rate; when nil
+	// the false-rejection check tolerates none. The check always runs.
 	FalseRejections *FalseRejections
-	// Headers turns on the header honesty check (Retry-After and the
-	// RateLimit fields on every response).
+	// Headers runs the header honesty checks (retry-after,
+	// ratelimit-fields and header-style), the default; false (headers:
+	// false) leaves them out (checker.Policy.SkipHeaderChecks) and the
+	// report notes it.
 	Headers bool
 	// Overhead, when set, bounds the latency the limiter adds.
 	Overhead *Overhead
@@ -612,7 +638,9 @@ const DefaultLoadDelivered = 0.98
 // FalseRejections bounds the rate of 429s the ideal limiter would have
 // admitted.
 type FalseRejections struct {
-	// MaxRate is a fraction of all requests, in [0, 1].
+	// MaxRate is the fraction of the requests under a route's policy that
+	// may be false rejections, in [0, 1]: ⌊MaxRate·N⌋ of N requests pass
+	// (checker.Policy.MaxFalseRejectionRate).
 	MaxRate float64
 }
 

@@ -389,3 +389,39 @@ func TestPhaseLength(t *testing.T) {
 		}
 	}
 }
+
+// TestExternalClock: an external target declares its clock's resolution
+// and offset; without them both are left for the run to measure.
+func TestExternalClock(t *testing.T) {
+	const base = `name: ext
+description: an external API
+redis: {provider: external, url: "redis://127.0.0.1:6390/0"}
+target:
+  external: ["http://127.0.0.1:8080"]
+%s  routes:
+    - path: /api/items
+      policies: ["fixed_window:5/5s"]
+traffic:
+  - {kind: idle, duration: 1s}
+`
+	s, err := Parse("ext.yaml", []byte(fmt.Sprintf(base, "  clock_resolution: 1ms\n  clock: {offset: -700ms, uncertainty: 5ms}\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.Target.ClockResolution, time.Millisecond; got != want {
+		t.Errorf("ClockResolution = %v, want %v", got, want)
+	}
+	if got, want := s.Target.Clock, (&Clock{Offset: -700 * time.Millisecond, Uncertainty: 5 * time.Millisecond}); got == nil || *got != *want {
+		t.Errorf("Clock = %+v, want %+v", got, want)
+	}
+	if got, want := s.Redis, (Redis{Provider: ProviderExternal, URL: "redis://127.0.0.1:6390/0"}); got != want {
+		t.Errorf("Redis = %+v, want %+v", got, want)
+	}
+	s, err = Parse("ext.yaml", []byte(fmt.Sprintf(base, "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Target.ClockResolution != 0 || s.Target.Clock != nil {
+		t.Errorf("undeclared: ClockResolution %v, Clock %+v; want 0 and nil", s.Target.ClockResolution, s.Target.Clock)
+	}
+}

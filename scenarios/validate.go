@@ -179,7 +179,13 @@ func (v *validator) target(r *rawTarget) Target {
 	}
 	if len(r.External) > 0 {
 		v.externalTarget(r, &t)
+		v.externalClock(r, &t)
 	} else {
+		for _, f := range []string{"clock_resolution", "clock"} {
+			if v.has("target." + f) {
+				v.fail("target."+f, "describes an external target's clock; rlbench knows the clocks of the instances it starts (the sample API reads microseconds, a peer declares its own)")
+			}
+		}
 		t.Store, t.FailureMode, t.StoreTimeout = StoreRedis, FailOpen, DefaultStoreTimeout
 		if r.Store != "" {
 			t.Store = Store(r.Store)
@@ -266,6 +272,35 @@ func (v *validator) target(r *rawTarget) Target {
 		v.peer(r, &t)
 	}
 	return t
+}
+
+// externalClock reads what the file declares of an external target's
+// clock: its resolution and its offset.
+func (v *validator) externalClock(r *rawTarget, t *Target) {
+	if r.ClockResolution != "" {
+		t.ClockResolution = v.duration("target.clock_resolution", r.ClockResolution, true)
+		if t.ClockResolution > MaxClockResolution {
+			v.fail("target.clock_resolution", "%v is coarser than the %v a limiter's clock may be; use the step the target reads its clock in, such as 1ms or 1s", t.ClockResolution, MaxClockResolution)
+		}
+	}
+	c := r.Clock
+	if c == nil {
+		return
+	}
+	t.Clock = &Clock{}
+	if c.Offset == "" {
+		v.fail("target.clock.offset", "missing; give the target's clock minus rlbench's, such as 700ms or -2s")
+	} else if d, err := time.ParseDuration(strings.TrimSpace(c.Offset)); err != nil {
+		v.fail("target.clock.offset", "%q is not a duration; use Go syntax such as 700ms or -2s", c.Offset)
+	} else {
+		t.Clock.Offset = d
+	}
+	if c.Uncertainty != "" {
+		t.Clock.Uncertainty = v.duration("target.clock.uncertainty", c.Uncertainty, false)
+	}
+	if t.Clock.Offset < -MaxClockOffset || t.Clock.Offset > MaxClockOffset || t.Clock.Uncertainty > MaxClockOffset {
+		v.fail("target.clock", "offset and uncertainty must each be within %v", MaxClockOffset)
+	}
 }
 
 // peer validates a target that runs a peer limiter instead of the sample API.
@@ -521,7 +556,7 @@ func (v *validator) routeWeights(raw []rawWeight, field string, t Target) []Rout
 }
 
 func (v *validator) checks(r *rawChecks, t Target) Checks {
-	c := Checks{Headers: r.Headers, LoadDelivered: DefaultLoadDelivered}
+	c := Checks{Headers: r.Headers == nil || *r.Headers, LoadDelivered: DefaultLoadDelivered}
 	if r.Budget != nil {
 		c.MaxExcess = r.Budget.MaxExcess
 		if c.MaxExcess < 0 {

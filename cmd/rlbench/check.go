@@ -67,7 +67,8 @@ func (f *checkFlags) flagSet() *flag.FlagSet {
 	fs.DurationVar(&f.offset, "clock-offset", 0, "the limiter's clock minus the harness's, as in 3ms; overrides the "+
 		"history's header (window alignment)")
 	fs.DurationVar(&f.uncertainty, "clock-uncertainty", 0, "the clock offset's uncertainty")
-	fs.DurationVar(&f.resolution, "resolution", checker.DefaultResolution, "the limiter clock's resolution")
+	fs.DurationVar(&f.resolution, "resolution", 0, "the limiter clock's resolution, as in 1ms for a limiter reading "+
+		"milliseconds (default the history header's clock_resolution_ns, else 1µs)")
 	fs.BoolVar(&f.trustDecision, "trust-decision-time", false, "narrow each request to the decision time the target "+
 		"reported (needs a known clock offset)")
 	fs.StringVar(&f.expect, "expect-status", "", "expect the 5xx statuses in `LIST`, comma-separated, as in 503 or 502,503")
@@ -110,6 +111,9 @@ func (c *checkCommand) Run(_ context.Context, args []string) error {
 	}
 	if cost < 1 {
 		return usagef("--cost %d: want a whole number >= 1", cost)
+	}
+	if resolution < 0 {
+		return usagef("--resolution %v: want a positive duration such as 1ms", resolution)
 	}
 	p := checker.Policy{Resolution: resolution, ClockUncertainty: uncertainty, TrustDecisionTime: trustDecision}
 	fs.Visit(func(f *flag.Flag) {

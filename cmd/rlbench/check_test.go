@@ -282,7 +282,11 @@ func TestCheckCommand(t *testing.T) {
 	if got, want := s.Scenarios[0].Name, "pass.jsonl.gz"; got != want {
 		t.Errorf("scenario = %q, want %q", got, want)
 	}
-	raw, _ := json.Marshal(s.Scenarios[0].Checks[0])
+	// The status check comes first; the budget follows it.
+	if got, want := s.Scenarios[0].Checks[0].Name, checker.CheckStatus; got != want {
+		t.Errorf("first check = %s, want %s", got, want)
+	}
+	raw, _ := json.Marshal(s.Scenarios[0].Checks[1])
 	for _, field := range []string{`"name":"budget"`, `"verdict":"pass"`, `"observed":`, `"bound":`, `"unit":"units"`} {
 		if !strings.Contains(string(raw), field) {
 			t.Errorf("summary check %s lacks %s", raw, field)
@@ -377,6 +381,116 @@ func TestCheckRunDir(t *testing.T) {
 			code, _, errOut := runCheck(t, tc.args...)
 			if code != exitInvalid || !strings.Contains(errOut, tc.want) {
 				t.Errorf("exit %d, want %d, with %q:\n%s", code, exitInvalid, tc.want, errOut)
+			}
+		})
+	}
+}
+
+// writeNginxLike writes a history of 23 admissions of GCRA 10/s burst 6
+// within 1.6998 s, which a limiter on a millisecond clock admits (as NGINX
+// did in the peer-nginx-nodelay finding) and a 1 µs clock cannot explain;
+// resolution is the header's clock_resolution_ns (0: not recorded).
+func writeNginxLike(t *testing.T, path string, resolution time.Duration) {
+	t.Helper()
+	h := history.NewHeader(checkStart)
+	h.Scenario = "nginx-like"
+	h.Policies = []history.RoutePolicy{{Limits: []string{"gcra:10/1s,burst=6"}}}
+	h.ClockResolutionNs = int64(resolution)
+	w, err := history.Create(path, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(s, e time.Duration) {
+		if err := w.Write(&history.Record{Key: "k", Cost: 1, IntendedNs: int64(s), SentNs: int64(s), ReceivedNs: int64(e), Status: 200}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 6 {
+		add(500*time.Microsecond, 600*time.Microsecond)
+	}
+	for j := 1; j <= 16; j++ {
+		at := time.Duration(j)*100*time.Millisecond + 50*time.Millisecond
+		add(at, at+100*time.Microsecond)
+	}
+	add(1700200*time.Microsecond, 1700300*time.Microsecond)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCheckResolution: --resolution, else the history header's clock
+// resolution, else 1 µs, decides whether a millisecond limiter's
+// admissions fit the budget.
+func TestCheckResolution(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name   string
+		header time.Duration
+		flags  []string
+		code   int
+	}{
+		{"1µs by default", 0, nil, exitCheckFailed},
+		{"--resolution 1ms", 0, []string{"--resolution", "1ms"}, exitOK},
+		{"header 1ms", time.Millisecond, nil, exitOK},
+		{"--resolution 1µs over a 1ms header", time.Millisecond, []string{"--resolution", "1us"}, exitCheckFailed},
+		{"negative", 0, []string{"--resolution", "-1ms"}, exitInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".jsonl.gz")
+			writeNginxLike(t, path, tc.header)
+			var out, errOut bytes.Buffer
+			prev := commands["check"]
+			commands["check"] = func() command { return &checkCommand{stdout: &out} }
+			defer func() { commands["check"] = prev }()
+			if got := run(context.Background(), append(append([]string{"check"}, tc.flags...), path), &errOut); got != tc.code {
+				t.Errorf("exit %d, want %d:\n%s\n%s", got, tc.code, out.String(), errOut.String())
+			}
+		})
+	}
+}
+
+// TestCheckRunDirScenarioChecks: the scenario's max_excess, max_rate and
+// headers settings recorded in run.json decide the re-check of a run
+// directory as they decided the run.
+func TestCheckRunDirScenarioChecks(t *testing.T) {
+	no := false
+	for _, tc := range []struct {
+		name     string
+		admitted int
+		checks   func(*runrecord.CheckSettings)
+		code     int
+		absent   string // a check the re-check must leave out
+	}{
+		{"one unit over, strict", 6, func(*runrecord.CheckSettings) {}, exitCheckFailed, ""},
+		{"one unit over, max_excess 1", 6, func(c *runrecord.CheckSettings) { c.MaxExcess = 1 }, exitOK, ""},
+		{"headers false", 5, func(c *runrecord.CheckSettings) { c.Headers = &no }, exitOK, checker.CheckRetryAfter},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeRunDir(t, dir, tc.admitted, false)
+			path := filepath.Join(dir, "run.json")
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := runrecord.Read(f)
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.checks(rec.Scenarios[0].Checks)
+			if err := rec.WriteFile(path); err != nil {
+				t.Fatal(err)
+			}
+			var out, errOut bytes.Buffer
+			prev := commands["check"]
+			commands["check"] = func() command { return &checkCommand{stdout: &out} }
+			defer func() { commands["check"] = prev }()
+			if got := run(context.Background(), []string{"check", dir}, &errOut); got != tc.code {
+				t.Errorf("exit %d, want %d:\n%s\n%s", got, tc.code, out.String(), errOut.String())
+			}
+			if tc.absent != "" && (strings.Contains(out.String(), "\n"+tc.absent+" ") || !strings.Contains(out.String(), "checks.headers is false")) {
+				t.Errorf("%s ran, or no note says why not:\n%s", tc.absent, out.String())
 			}
 		})
 	}

@@ -32,8 +32,8 @@ func (f *mutateFlags) flagSet() *flag.FlagSet {
 	fs := flag.NewFlagSet("mutate", flag.ContinueOnError)
 	fs.StringVar(&f.out, "out", mutation.DefaultOut, "write the runs' outputs under `DIR`")
 	fs.StringVar(&f.binary, "binary", "", "run the instances from the rlbench executable at `PATH` (default this one)")
-	fs.IntVar(&f.repeat, "repeat-reference", 0, "run every shipped scenario `N` times against the reference limiter "+
-		"instead, and count the false failures")
+	fs.IntVar(&f.repeat, "repeat-reference", 0, "run every shipped scenario `N` times against the reference limiter, "+
+		"and every peer scenario against its peer, instead, and count the false failures")
 	fs.BoolVar(&f.verbose, "verbose", false, "print the runner's messages")
 	return fs
 }
@@ -54,8 +54,10 @@ Scenarios without faults run on a Redis of the suite's own, which is scanned
 after the run: every key left without a TTL fails the check key-ttl.
 
 With --repeat-reference N it instead runs every shipped scenario N times
-against the reference limiter and counts the false failures: any failure is
-one, since the reference keeps every promise. Use N = 20 before a release:
+against the reference limiter, and every peer scenario (scenarios/peers) N
+times against its peer, and counts the false failures: any failure is one,
+since each keeps the promise its scenario claims. A peer this machine lacks
+is skipped, not failed. Use N = 20 before a release:
 
   rlbench mutate --repeat-reference 20`,
 	footer: `Exit codes: 0 every variant caught by its check and every reference run

@@ -83,6 +83,9 @@ type InstanceShare struct {
 type Report struct {
 	Counts
 	Results []Result `json:"results"`
+	// Notes say what the verdicts rest on beside the results, one sentence
+	// each: a clock offset that is unknown, checks a scenario left out.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Status is StatusOf(r.Results): the limiter's failure, else its unknown
@@ -138,6 +141,9 @@ func Check(src history.Source, p Policy) (*Report, error) {
 	}
 	if err := p.validate(); err != nil {
 		return nil, err
+	}
+	if p.Resolution == 0 {
+		p.Resolution = time.Duration(hdr.ClockResolutionNs)
 	}
 	if p.Resolution == 0 {
 		p.Resolution = DefaultResolution
@@ -274,15 +280,14 @@ func checkDataset(d *dataset, p Policy, c clock, counts Counts) *Report {
 			rep.Unmatched++
 		}
 	}
+	// The status check comes first: when the target refused the traffic
+	// (401, 404) or did not answer, it names the cause the other checks
+	// only suffer from.
+	rep.Results = append(rep.Results, r.status(rep))
 
 	// Each distinct limit is checked once over every record of every rule
 	// that applies it: a limiter keys state by identity and policy, so
 	// routes sharing a policy share its budget.
-	type limitUse struct {
-		lim   Limit
-		rules []int32
-		tol   float64
-	}
 	var uses []limitUse
 	for ri, rule := range p.Rules {
 		for _, l := range rule.Limits {
@@ -305,8 +310,49 @@ func checkDataset(d *dataset, p Policy, c clock, counts Counts) *Report {
 		rep.Results = append(rep.Results, r.checkLimit(u.lim, u.tol, idx)...)
 	}
 	rep.Results = append(rep.Results, r.falseRejections()...)
-	rep.Results = append(rep.Results, r.retryAfter(), r.rateLimitFields(), r.headerStyle(), r.status(rep))
+	if p.SkipHeaderChecks {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("checks.headers is false: %s, %s and %s were not run", CheckRetryAfter, CheckRateLimitFields, CheckHeaderStyle))
+	} else {
+		rep.Results = append(rep.Results, r.retryAfter(), r.rateLimitFields(), r.headerStyle())
+	}
+	rep.Notes = append(rep.Notes, r.clockNotes(uses)...)
 	return rep
+}
+
+// clockNotes says what the window checks knew of the limiter's clock: its
+// offset and where it came from, or that it is unknown and the bounds do
+// without it. Limits without windows need no offset and get no note.
+func (r *run) clockNotes(uses []limitUse) []string {
+	needsOffset := func(u limitUse) bool {
+		_, offsetFree := modelFor(u.lim, false).(*unalignedWindowModel)
+		return offsetFree
+	}
+	if !slices.ContainsFunc(uses, needsOffset) {
+		return nil
+	}
+	if !r.clockKnown {
+		return []string{"clock offset unknown: window checks use offset-free bounds (at most 2× the limit within any window length); declare target.clock or give the target's redis.url to align them"}
+	}
+	from := ""
+	switch r.d.header.ClockSource {
+	case history.ClockRedisTime:
+		from = ", measured on Redis TIME"
+	case history.ClockHTTPDate:
+		from = ", measured from the target's Date headers"
+	case history.ClockDeclared:
+		from = ", as the scenario declared it"
+	case history.ClockLocal:
+		from = ", the limiter reading this host's clock"
+	}
+	return []string{fmt.Sprintf("limiter clock offset %v ± %v%s: window checks place the limiter's windows by it", time.Duration(r.off), time.Duration(r.unc), from)}
+}
+
+// limitUse is a distinct limit of the policy and the rules that apply it,
+// with the largest of their tolerances.
+type limitUse struct {
+	lim   Limit
+	rules []int32
+	tol   float64
 }
 
 // groupByKey orders idx by key, then by sent and received time: a counting
@@ -377,6 +423,10 @@ func (r *run) checkLimit(lim Limit, tol float64, idx []int32) []Result {
 	var unknownDecides bool
 	sh, shapes := c.model.(shaper)
 	var queue queueAcc
+	// fails reports whether f breaks the bound by more than Policy.MaxExcess
+	// units; without a tolerated excess the model's exact decision stands.
+	maxExcess := r.p.MaxExcess
+	fails := func(f finding) bool { return f.over && (maxExcess == 0 || f.excess() > float64(maxExcess)) }
 	for lo := 0; lo < len(idx); {
 		hi := lo + 1
 		for hi < len(idx) && reqs[idx[hi]].key == reqs[idx[lo]].key {
@@ -398,8 +448,8 @@ func (r *run) checkLimit(lim Limit, tol float64, idx []int32) []Result {
 		if f.worse(worstKnown) {
 			worstKnown = f
 		}
-		if hasUnknown && !f.over {
-			if fa := c.budget(g, true); fa.over {
+		if hasUnknown && !fails(f) {
+			if fa := c.budget(g, true); fails(fa) {
 				unknownDecides = true
 				if fa.worse(worstAll) {
 					worstAll = fa
@@ -431,21 +481,35 @@ func (r *run) checkLimit(lim Limit, tol float64, idx []int32) []Result {
 	}
 	extra = append(extra, c.ratioResult(ratio)...)
 	res := Result{Name: CheckBudget, Scope: c.scope, Unit: "units", Verdict: Pass}
+	// With a tolerated excess the bound shown is the allowance plus it, and
+	// the explanation names both.
+	bound := func(f finding) (float64, string) {
+		if maxExcess == 0 {
+			return f.bound, fmtNum(f.bound)
+		}
+		return f.bound + float64(maxExcess), fmt.Sprintf("%s (plus max_excess %d)", fmtNum(f.bound), maxExcess)
+	}
 	switch {
 	case !worstKnown.found && !worstAll.found:
 		res.Explanation = "no admitted requests"
 		return append([]Result{res}, extra...)
-	case worstKnown.over:
+	case fails(worstKnown):
+		b, allows := bound(worstKnown)
 		res.Verdict = Fail
-		res.Observed, res.Bound, res.Proof = float64(worstKnown.observed), worstKnown.bound, r.proof(worstKnown)
-		res.Explanation = fmt.Sprintf("key %q: %d units admitted %s, where %s allows %s", res.Proof.Key, worstKnown.observed, span(worstKnown), lim, fmtNum(worstKnown.bound))
+		res.Observed, res.Bound, res.Proof = float64(worstKnown.observed), b, r.proof(worstKnown)
+		res.Explanation = fmt.Sprintf("key %q: %d units admitted %s, where %s allows %s", res.Proof.Key, worstKnown.observed, span(worstKnown), lim, allows)
 	case unknownDecides:
+		b, allows := bound(worstAll)
 		res.Verdict = Unknown
-		res.Observed, res.Bound, res.Proof = float64(worstAll.observed), worstAll.bound, r.proof(worstAll)
-		res.Explanation = fmt.Sprintf("key %q: %d units %s if the requests of unknown outcome were admitted, where %s allows %s", res.Proof.Key, worstAll.observed, span(worstAll), lim, fmtNum(worstAll.bound))
+		res.Observed, res.Bound, res.Proof = float64(worstAll.observed), b, r.proof(worstAll)
+		res.Explanation = fmt.Sprintf("key %q: %d units %s if the requests of unknown outcome were admitted, where %s allows %s", res.Proof.Key, worstAll.observed, span(worstAll), lim, allows)
 	default:
-		res.Observed, res.Bound, res.Proof = float64(worstKnown.observed), worstKnown.bound, r.proof(worstKnown)
-		res.Explanation = fmt.Sprintf("tightest: key %q, %d units %s of %s allowed", res.Proof.Key, worstKnown.observed, span(worstKnown), fmtNum(worstKnown.bound))
+		b, allows := bound(worstKnown)
+		res.Observed, res.Bound, res.Proof = float64(worstKnown.observed), b, r.proof(worstKnown)
+		res.Explanation = fmt.Sprintf("tightest: key %q, %d units %s of %s allowed", res.Proof.Key, worstKnown.observed, span(worstKnown), allows)
+		if worstKnown.over {
+			res.Explanation += fmt.Sprintf(": %s units above the policy's bound, within max_excess %d", fmtNum(worstKnown.excess()), maxExcess)
+		}
 	}
 	return append([]Result{res}, extra...)
 }

@@ -46,8 +46,10 @@ func CheckScenario(runDir string, rec *runrecord.ScenarioRecord) (*Report, error
 
 // CheckRun checks a history src recorded by a run whose run.json entry is
 // rec: Check's verdicts on the history under p, completed from rec where p
-// leaves them unset (the clock offset, the drill's faults, a fail-closed
-// target's 503 as an expected status), followed by the checks on the run
+// leaves them unset (the clock offset when rec knows it, the drill's
+// faults, a fail-closed target's 503 as an expected status, and the
+// scenario's max_excess, false-rejection max_rate and headers settings
+// from rec.Checks), followed by the checks on the run
 // itself: load delivered, a complete history, latency and overhead bounds
 // (from each request's intended, sent and received times in the history),
 // the Retry-After probes, whether each fault was injected and healed, and
@@ -66,9 +68,26 @@ func CheckRun(src history.Source, rec *runrecord.ScenarioRecord, p Policy) (*Rep
 	if name := src.Header().Scenario; name != "" && name != rec.Name {
 		return nil, fmt.Errorf("the history is of scenario %q, the run record of %q: pair each history with its own scenario's record", name, rec.Name)
 	}
-	if p.ClockOffset == nil {
+	if p.ClockOffset == nil && rec.ClockKnown() {
 		offset := rec.ClockOffset
 		p.ClockOffset, p.ClockUncertainty = &offset, rec.ClockUncertainty
+		if h := src.Header(); h.ClockSource == "" && rec.ClockSource != "" {
+			// An offset measured during the traffic (from Date headers)
+			// reaches run.json only: the header was written before it.
+			h.ClockSource = rec.ClockSource
+			src = withHeader{src, h}
+		}
+	}
+	if cs := rec.Checks; cs != nil {
+		if p.MaxExcess == 0 {
+			p.MaxExcess = cs.MaxExcess
+		}
+		if p.MaxFalseRejectionRate == 0 && cs.FalseRejectionsMaxRate != nil {
+			p.MaxFalseRejectionRate = *cs.FalseRejectionsMaxRate
+		}
+		if cs.Headers != nil && !*cs.Headers {
+			p.SkipHeaderChecks = true
+		}
 	}
 	if p.Faults == nil {
 		p.Faults = rec.Drill
@@ -104,3 +123,11 @@ func (o observed) Read(r *history.Record) error {
 	}
 	return err
 }
+
+// withHeader is a history.Source whose header is h.
+type withHeader struct {
+	history.Source
+	h history.Header
+}
+
+func (w withHeader) Header() history.Header { return w.h }

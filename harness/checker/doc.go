@@ -5,8 +5,11 @@
 // # The model
 //
 // Request i has a key, a cost c, a sent time s and a received time e on the
-// harness's clock, and an outcome: admitted, rejected (429) or unknown (a
-// transport error, timeout or 5xx). The limiter decided at an unknown time d
+// harness's clock, and an outcome: admitted (2xx, 3xx), rejected (429) or
+// unknown (a transport error, timeout, 5xx, or a 4xx other than 429, which
+// may never have reached the limiter; a record says admitted with such a
+// status only in a history written before that rule, and counts as
+// unknown). The limiter decided at an unknown time d
 // in [s, e]. The checker reports only what no possible choice of decision
 // times can explain, so every failure is a proof: an interval and the
 // requests that break the bound inside it. Unknown outcomes are handled as
@@ -26,7 +29,7 @@
 //
 //	model (file)                  bound proven                                  source                                 tolerance
 //	token bucket, GCRA            cost of the admissions with a <= s, e <= b    ATM Forum TM 4.0 §4.4.2 (GCRA);        T rounded down (faster)
-//	(bucket.go)                   is at most B + (b − a + res)/T, every [a, b]  Turner 1986 (token bucket)
+//	(bucket.go)                   is at most B + (b − a + res)/T, every [a, b];  Turner 1986 (token bucket)
 //	leaky bucket, a queue         the bucket's bound on admissions, and         ATM Forum TM 4.0 §4.4.2; NGINX         T rounded down; res at least
 //	(queue.go, queue-delay)       answers spaced by slots: the admissions       limit_req (without nodelay),           1 ms (millisecond timers and
 //	                              answered within [a, b] cost at most           nginx.org ngx_http_limit_req_module    clocks); late answers within
@@ -50,13 +53,27 @@
 // Rule.Tolerance, a fraction of each limit's capacity, loosens the budget
 // and the false-rejection test further for approximate algorithms.
 //
+// res is the limiter clock's resolution (Policy.Resolution, else the
+// history header's clock_resolution_ns: 1 ms for NGINX, 1 µs for Redis
+// TIME). For the buckets only intervals from a sent time to a received time
+// need examining; the maximum of S − r·(b − a) comes from one sweep with a
+// segment tree, O(n log n). The budget fails when a key's excess is above
+// Policy.MaxExcess (a scenario's checks.budget.max_excess, 0 by default).
+//
+// A budget fails when some key exceeds its bound by more than
+// Policy.MaxExcess units (a scenario's checks.budget.max_excess, 0 by
+// default); the bound shown then includes it.
+//
 // False rejections: a 429 is false when every limit of its rule would have
 // admitted it at every possible decision time, even with every request that
 // may have come before it (sent before its received time, admitted or of
 // unknown outcome) charged as late as possible; the sliding window
 // counter's estimate is taken exact there, the reference limiter's and
 // Cloudflare's (for whole counts the same as rounding the weight up). This
-// assumes each key begins the history with a full budget.
+// assumes each key begins the history with a full budget. The check fails
+// when the false rejections of a rule number more than
+// Policy.MaxFalseRejectionRate of its requests (a scenario's
+// checks.false_rejections.max_rate, 0 by default).
 //
 // Headers, each field between both bounds its model allows:
 //
@@ -77,9 +94,13 @@
 //	                                    rounded down (a bucket: B·period/rate,
 //	                                    or with q the rate, the period)
 //
-// Mixing header families is flagged (header-style). Status hygiene: no 5xx
-// but the expected ones, no 4xx but 429, no unanswered request outside a
-// declared fault.
+// Mixing header families is flagged (header-style); Policy.SkipHeaderChecks
+// (a scenario's checks.headers: false) leaves these three checks out, with a
+// note in the report. Status hygiene, the first result: every request
+// answered outside a declared fault, no 5xx but the expected ones, no 4xx
+// but 429; its explanation leads with the commonest cause ("401
+// Unauthorized on all 40 requests: the traffic never reached the limiter —
+// check the identity header ...").
 //
 // # What each check can not see
 //
@@ -112,7 +133,9 @@
 // Every verdict of a run is computed here, from what the run recorded: the
 // history and the scenario's entry of run.json (package runrecord). The
 // harness records and does not judge. CheckRun takes both: it completes the
-// Policy from the record (clock offset, drill, a fail-closed target's 503s),
+// Policy from the record (the clock offset unless the record says nothing
+// measured it, the drill, a fail-closed target's 503s, max_excess, the
+// false-rejection max_rate and the headers setting),
 // runs Check, and adds the checks on the run itself, each from recorded data
 // alone:
 //

@@ -109,7 +109,7 @@ func load(src history.Source, narrow narrowing) (*dataset, error) {
 		q := request{
 			sent: rec.SentNs, recv: rec.ReceivedNs, answered: rec.ReceivedNs, id: rec.ID, cost: max(rec.Cost, 1),
 			key: keys.id(rec.Key), route: routes.id(rec.Route), inst: insts.id(rec.Instance),
-			status: int16(rec.Status), outcome: rec.Outcome, retryAfter: raNone,
+			status: int16(rec.Status), outcome: outcomeOf(&rec), retryAfter: raNone,
 			rlLimit: -1, rlRemain: -1, rlReset: -1,
 		}
 		if len(rec.Headers) > 0 {
@@ -124,6 +124,19 @@ func load(src history.Source, narrow narrowing) (*dataset, error) {
 	}
 	d.keys, d.routes, d.insts, d.policies = keys.names, routes.names, insts.names, policies.names
 	return d, nil
+}
+
+// outcomeOf is the outcome the checks take rec to have: the recorded one,
+// except that an admission needs a status that admits
+// (history.OutcomeForStatus): a 401 or 404 recorded as admitted, as
+// histories written before that classification hold them, may never have
+// reached the limiter and is of unknown outcome. A record without a status
+// (0) keeps its outcome: some writers record outcomes alone.
+func outcomeOf(rec *history.Record) history.Outcome {
+	if rec.Outcome == history.Admitted && rec.Status != 0 && history.OutcomeForStatus(rec.Status) != history.Admitted {
+		return history.Error
+	}
+	return rec.Outcome
 }
 
 // parseHeaders fills q's header fields from the lower-case header map h of a

@@ -27,7 +27,9 @@ type Policy struct {
 	Rules []Rule
 	// Resolution is the limiter clock's step: the limiter may see two
 	// decision times up to Resolution further apart than they were, and the
-	// checker widens every interval by it. 0 means DefaultResolution.
+	// checker widens every interval by it (NGINX reads its clock in whole
+	// milliseconds, Redis TIME in microseconds). 0 means the history
+	// header's clock_resolution_ns, else DefaultResolution.
 	Resolution time.Duration
 	// ClockOffset, when set, is the limiter's clock minus the harness's
 	// (header start plus record time), overriding the header's
@@ -54,6 +56,23 @@ type Policy struct {
 	// Faults, when set, describes the faults of a drill: requests during a
 	// fault and its recovery are judged by the fault checks, not the budget.
 	Faults *runrecord.Drill
+	// MaxExcess is the most units per key the budget check tolerates above
+	// a limit's bound before it fails (a scenario's
+	// checks.budget.max_excess): the budget fails when some key's requests
+	// admitted in one interval exceed the interval's allowance by more than
+	// MaxExcess units. 0 tolerates no excess.
+	MaxExcess int64
+	// MaxFalseRejectionRate is the fraction of a rule's requests that may
+	// be false rejections (rejections the ideal limiter would have
+	// admitted under every timing) before the false-rejection check fails
+	// (a scenario's checks.false_rejections.max_rate), in [0, 1]: with N
+	// requests under the rule, up to ⌊MaxFalseRejectionRate·N⌋ pass. 0
+	// tolerates none.
+	MaxFalseRejectionRate float64
+	// SkipHeaderChecks leaves out the checks of the rate-limit headers
+	// (retry-after, ratelimit-fields and header-style), as a scenario's
+	// checks.headers: false asks; the report says so in a note.
+	SkipHeaderChecks bool
 }
 
 // Rule applies Limits to the requests of matching routes and keys. A
@@ -131,6 +150,12 @@ func (p *Policy) validate() error {
 		return fmt.Errorf("%w: clock offset %v is outside [-%v, %v]", ErrInvalidPolicy, *p.ClockOffset, maxTime, maxTime)
 	case p.QueueSlack < 0 || p.QueueSlack > maxTime:
 		return fmt.Errorf("%w: queue slack %v is outside [0, %v]", ErrInvalidPolicy, p.QueueSlack, maxTime)
+	}
+	if p.MaxExcess < 0 {
+		return fmt.Errorf("%w: max excess %d is negative", ErrInvalidPolicy, p.MaxExcess)
+	}
+	if !(p.MaxFalseRejectionRate >= 0 && p.MaxFalseRejectionRate <= 1) {
+		return fmt.Errorf("%w: max false-rejection rate %v is outside [0, 1]", ErrInvalidPolicy, p.MaxFalseRejectionRate)
 	}
 	for i, r := range p.Rules {
 		if len(r.Limits) == 0 {

@@ -27,8 +27,10 @@
 //	                      "gcra:10/1s,burst=10"}.
 //	clock_offset_ns       integer, optional: the limiter's clock minus the
 //	                      harness's (start + monotonic time), in nanoseconds,
-//	                      as measured against Redis TIME, within ±2^60
-//	                      (MaxTimeNs). Absent when unknown.
+//	                      within ±2^60 (MaxTimeNs). Absent when unknown (an
+//	                      external target with neither a Redis to read TIME
+//	                      from nor a Date header, and no declared offset):
+//	                      the checker then uses bounds that need no offset.
 //	clock_uncertainty_ns  integer, optional: the half-width of the interval
 //	                      around clock_offset_ns that holds the true offset, in
 //	                      nanoseconds (half the measuring round trip), in
@@ -43,6 +45,18 @@
 //	                      identities are the same in every run (fixed names,
 //	                      real keys from a file), so that a key may begin
 //	                      with part of its budget spent. Absent: unknown.
+//	clock_source          string, optional: where the offset came from:
+//	                      "redis_time" (Redis TIME, uncertainty half the
+//	                      shortest round trip), "http_date" (the target's
+//	                      Date headers), "declared" (the scenario's
+//	                      target.clock) or "local" (a limiter on the
+//	                      harness's host and clock).
+//	clock_resolution_ns   integer, optional: the step of the limiter's clock,
+//	                      in nanoseconds, in [0, 1 h] (MaxClockResolution):
+//	                      1000 for a limiter on Redis TIME or microseconds,
+//	                      1000000 for one on milliseconds (NGINX, Date.now()).
+//	                      Absent or 0: readers assume 1 µs
+//	                      (DefaultClockResolution).
 //	extra                 object, optional: free-form run metadata (tool
 //	                      versions, flags); readers keep it and ignore it.
 //
@@ -71,10 +85,15 @@
 //	received_ns  integer >= sent_ns: when the response's headers were read,
 //	             or when the transport failed or timed out.
 //	status       integer: the HTTP status code; 0 when no response arrived.
-//	outcome      string: "admitted", "rejected" (the limiter turned it away,
-//	             HTTP 429) or "error" (no response, a timeout, or a 5xx: the
+//	outcome      string: "admitted" (a 1xx, 2xx or 3xx answer), "rejected"
+//	             (the limiter turned it away, HTTP 429) or "error" (no
+//	             response, a timeout, a 5xx, or a 4xx other than 429 such as
+//	             401 or 404, which may never have reached the limiter: the
 //	             limiter's decision is unknown, in the sense of an
 //	             indeterminate operation in Jepsen and Knossos histories).
+//	             OutcomeForStatus is the classification every writer uses;
+//	             the checker takes "admitted" with another status (a 4xx or
+//	             5xx) as an unknown outcome.
 //	error        string, optional: the transport error's text.
 //	headers      object, optional: the rate-limit response headers seen,
 //	             names in lower case, values as received (several values of
@@ -107,6 +126,7 @@
 //	start                                             [1970-01-01, 2100-01-01) UTC
 //	clock_offset_ns                                   [-2^60, 2^60]
 //	clock_uncertainty_ns                              [0, 2^60]
+//	clock_resolution_ns                               [0, 3.6·10^12] (one hour)
 //
 // The reason is arithmetic, not taste. A check adds a record time to a
 // window or an emission period, to twice a window, and, to place a time in

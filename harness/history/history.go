@@ -62,8 +62,36 @@ type Header struct {
 	ClockUncertaintyNs int64          `json:"clock_uncertainty_ns,omitempty"`
 	RunID              string         `json:"run_id,omitempty"`
 	IdentitiesFresh    *bool          `json:"identities_fresh,omitempty"`
+	ClockSource        string         `json:"clock_source,omitempty"`
+	ClockResolutionNs  int64          `json:"clock_resolution_ns,omitempty"`
 	Extra              map[string]any `json:"extra,omitempty"`
 }
+
+// Where a header's clock offset came from (Header.ClockSource).
+const (
+	// ClockRedisTime: Redis TIME of the limiter's Redis, read around the
+	// run; the uncertainty is half the shortest round trip.
+	ClockRedisTime = "redis_time"
+	// ClockHTTPDate: the Date headers of the target's responses (RFC 9110
+	// §6.6.1), whole seconds of the target's clock, each bounding the
+	// offset between its request's sent and received times.
+	ClockHTTPDate = "http_date"
+	// ClockDeclared: the scenario declared the offset and its uncertainty.
+	ClockDeclared = "declared"
+	// ClockLocal: the limiter runs on the harness's host and reads its
+	// clock (an instance rlbench started without Redis): offset 0 ± 0.
+	ClockLocal = "local"
+)
+
+// DefaultClockResolution is the clock resolution a reader assumes for a
+// history whose header gives none (clock_resolution_ns absent or 0): one
+// microsecond, the step of Redis TIME and of rlbench's reference limiter.
+const DefaultClockResolution = time.Microsecond
+
+// MaxClockResolution is the coarsest clock resolution a header may give:
+// one hour. A limiter's clock that only ticks hourly could not enforce a
+// rate anyway.
+const MaxClockResolution = time.Hour
 
 // RoutePolicy names the limits, in limiter.ParseLimit syntax, in force on a
 // route; the empty route means every route.
@@ -82,15 +110,17 @@ func NewHeader(start time.Time) Header {
 type Outcome uint8
 
 const (
-	// Admitted: the request passed the limiter (any status but 429 and 5xx).
+	// Admitted: the request passed the limiter (a 1xx, 2xx or 3xx answer).
 	Admitted Outcome = iota
 	// Rejected: the limiter turned the request away (429 Too Many Requests,
 	// RFC 6585 §4).
 	Rejected
-	// Error: no response, a timeout or a 5xx. The limiter may or may not have
-	// admitted and charged the request; the checker treats it as an
-	// indeterminate operation (Jepsen, Knossos), admitted or not, whichever
-	// a check must assume to stay sound.
+	// Error: no response, a timeout, a 5xx or a 4xx other than 429. The
+	// limiter may or may not have admitted and charged the request (a 401
+	// may come from an authentication step before the limiter or after
+	// it); the checker treats it as an indeterminate operation (Jepsen,
+	// Knossos), admitted or not, whichever a check must assume to stay
+	// sound.
 	Error
 )
 
@@ -122,16 +152,23 @@ func (o *Outcome) UnmarshalText(b []byte) error {
 	return fmt.Errorf("unknown outcome %q; want admitted, rejected or error", b)
 }
 
-// OutcomeForStatus is the outcome a status code implies: 0 (no response) and
-// 5xx are Error, 429 is Rejected, anything else Admitted.
+// OutcomeForStatus is the outcome a status code implies, the one
+// classification of every writer and reader of histories (the runner, the
+// vegeta reader, the checker for records whose outcome says admitted): 429
+// is Rejected; 1xx, 2xx and 3xx are Admitted; 0 (no response), every other
+// 4xx (401, 403, 404: the request may never have reached the
+// limiter) and every 5xx are Error, an unknown outcome. A 503 that a
+// fail-closed limiter answers by design is Error as well: during a fault
+// the checker judges it by the failure-mode check, and elsewhere it may
+// have been charged (a store that timed out may still run the charge).
 func OutcomeForStatus(status int) Outcome {
 	switch {
-	case status == 0 || status >= 500:
-		return Error
 	case status == http.StatusTooManyRequests:
 		return Rejected
+	case status >= 100 && status < 400:
+		return Admitted
 	}
-	return Admitted
+	return Error
 }
 
 // Record is one request. Times are nanoseconds since the header's Start on
@@ -282,8 +319,18 @@ func (h *Header) validate() error {
 		return bad("clock_uncertainty_ns", "%d is negative", h.ClockUncertaintyNs)
 	case h.ClockUncertaintyNs > MaxTimeNs:
 		return bad("clock_uncertainty_ns", "%d is above the accepted maximum of %d ns", h.ClockUncertaintyNs, int64(MaxTimeNs))
+	case h.ClockResolutionNs < 0 || h.ClockResolutionNs > int64(MaxClockResolution):
+		return bad("clock_resolution_ns", "%d is outside [0, %d] ns (0 for the default of 1 µs, at most one hour)", h.ClockResolutionNs, int64(MaxClockResolution))
 	}
 	return nil
+}
+
+// defaults fills in what a reader assumes of a header that does not say:
+// the clock resolution of a history written before it was recorded.
+func (h *Header) defaults() {
+	if h.ClockResolutionNs == 0 {
+		h.ClockResolutionNs = int64(DefaultClockResolution)
+	}
 }
 
 // jsonFieldOf extracts the field name from a json error, when it names one.

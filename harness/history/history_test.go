@@ -41,6 +41,7 @@ func TestRoundTrip(t *testing.T) {
 	h.Scenario, h.Target, h.Instances = "burst", "sampleapi", []string{"api-0", "api-1"}
 	h.Policies = []RoutePolicy{{Route: "/v1/search", Limits: []string{"gcra:10/1s,burst=10"}}}
 	h.ClockOffsetNs, h.ClockUncertaintyNs = &offset, 150_000
+	h.ClockSource, h.ClockResolutionNs = ClockHTTPDate, 1e6
 	recs := []Record{
 		{Key: "alice", Instance: "api-0", Route: "/v1/search", Cost: 2, IntendedNs: 0, SentNs: 10, ReceivedNs: 2_000_010, Status: 200, Outcome: Admitted,
 			Headers: map[string]string{"ratelimit-remaining": "8"}, DecisionUs: 1_772_600_767_000_001, Phase: "warmup"},
@@ -69,7 +70,8 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := r.Header()
-	if !got.Start.Equal(start) || got.Scenario != "burst" || *got.ClockOffsetNs != offset || got.ClockUncertaintyNs != 150_000 || !reflect.DeepEqual(got.Policies, h.Policies) {
+	if !got.Start.Equal(start) || got.Scenario != "burst" || *got.ClockOffsetNs != offset || got.ClockUncertaintyNs != 150_000 ||
+		got.ClockSource != ClockHTTPDate || got.ClockResolutionNs != 1e6 || !reflect.DeepEqual(got.Policies, h.Policies) {
 		t.Errorf("header = %+v, want %+v", got, h)
 	}
 	back := readAll(t, r)
@@ -174,7 +176,11 @@ func TestOutcomeForStatus(t *testing.T) {
 	for _, tt := range []struct {
 		status int
 		want   Outcome
-	}{{0, Error}, {200, Admitted}, {404, Admitted}, {429, Rejected}, {500, Error}, {503, Error}} {
+	}{
+		{0, Error}, {42, Error}, {101, Admitted}, {200, Admitted}, {204, Admitted}, {302, Admitted}, {304, Admitted},
+		{400, Error}, {401, Error}, {403, Error}, {404, Error}, {429, Rejected}, {431, Error},
+		{500, Error}, {503, Error}, {999, Error},
+	} {
 		if got := OutcomeForStatus(tt.status); got != tt.want {
 			t.Errorf("OutcomeForStatus(%d) = %s, want %s", tt.status, got, tt.want)
 		}
@@ -190,6 +196,7 @@ func TestVegetaReader(t *testing.T) {
 		{Code: 429, Timestamp: start.Add(-time.Millisecond), Latency: time.Millisecond, URL: "http://api/v1/items?id=2",
 			Headers: http.Header{"X-Api-Key-Id": {"alice"}, "Retry-After": {"2"}, "X-Cost": {"3"}}},
 		{Code: 0, Timestamp: start.Add(time.Second), Latency: 30 * time.Second, URL: "http://api/v1/other", Error: "timeout"},
+		{Code: 401, Timestamp: start.Add(2 * time.Second), Latency: time.Millisecond, URL: "http://api/v1/items?id=3"},
 	}
 	for i := range results {
 		if err := enc(&results[i]); err != nil {
@@ -203,15 +210,50 @@ func TestVegetaReader(t *testing.T) {
 	if got := r.Header().Start; !got.Equal(start) {
 		t.Errorf("start = %v, want %v", got, start)
 	}
+	if got, want := r.Header().ClockResolutionNs, int64(DefaultClockResolution); got != want {
+		t.Errorf("clock resolution = %d ns, want the default %d", got, want)
+	}
 	want := []Record{
 		{ID: 1, Key: "alice", Route: "/v1/items", Cost: 1, IntendedNs: 0, SentNs: 0, ReceivedNs: 3e6, Status: 200, Outcome: Admitted,
 			Headers: map[string]string{"ratelimit-remaining": "4"}},
 		{ID: 2, Key: "alice", Route: "/v1/items", Cost: 3, IntendedNs: -1e6, SentNs: -1e6, ReceivedNs: 0, Status: 429, Outcome: Rejected,
 			Headers: map[string]string{"retry-after": "2"}},
 		{ID: 3, Key: "http://api/v1/other", Route: "/v1/other", Cost: 1, IntendedNs: 1e9, SentNs: 1e9, ReceivedNs: 31e9, Status: 0, Outcome: Error, Error: "timeout"},
+		// A 401 never proves an admission: the request may not have reached the limiter.
+		{ID: 4, Key: "http://api/v1/items?id=3", Route: "/v1/items", Cost: 1, IntendedNs: 2e9, SentNs: 2e9, ReceivedNs: 2e9 + 1e6, Status: 401, Outcome: Error},
 	}
 	if got := readAll(t, r); !reflect.DeepEqual(got, want) {
 		t.Errorf("records:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// TestClockResolutionDefault: a history written before the header recorded
+// the clock resolution reads as one of 1 µs; a recorded one is kept.
+func TestClockResolutionDefault(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		line string
+		want int64
+	}{
+		{"absent", `{"format":"rlbench-history","version":1,"start":"2026-03-04T05:06:07Z"}`, 1000},
+		{"zero", `{"format":"rlbench-history","version":1,"start":"2026-03-04T05:06:07Z","clock_resolution_ns":0}`, 1000},
+		{"millisecond", `{"format":"rlbench-history","version":1,"start":"2026-03-04T05:06:07Z","clock_resolution_ns":1000000}`, 1_000_000},
+	} {
+		r, err := NewReader(strings.NewReader(tt.line+"\n"), tt.name)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if got := r.Header().ClockResolutionNs; got != tt.want {
+			t.Errorf("%s: clock_resolution_ns = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+	for _, bad := range []string{"-1", "3600000000001"} {
+		line := `{"format":"rlbench-history","version":1,"start":"2026-03-04T05:06:07Z","clock_resolution_ns":` + bad + "}\n"
+		_, err := NewReader(strings.NewReader(line), "h")
+		var fe *FormatError
+		if !errors.As(err, &fe) || fe.Field != "clock_resolution_ns" {
+			t.Errorf("clock_resolution_ns %s: err = %v, want a FormatError naming clock_resolution_ns", bad, err)
+		}
 	}
 }
 

@@ -66,6 +66,7 @@ func NewReader(r io.Reader, name string) (*Reader, error) {
 		err.(*FormatError).File = name
 		return nil, err
 	}
+	hr.header.defaults()
 	return hr, nil
 }
 

@@ -94,6 +94,7 @@ func (r *VegetaReader) Truncated() error { return r.trunc }
 // Header returns a header whose Start is the first result's timestamp.
 func (r *VegetaReader) Header() Header {
 	h := NewHeader(r.start)
+	h.defaults()
 	h.Target = "vegeta results"
 	return h
 }

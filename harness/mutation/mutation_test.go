@@ -11,7 +11,9 @@ import (
 
 	"github.com/rlbench/rlbench/harness/checker"
 	"github.com/rlbench/rlbench/sampleapi/faulty"
+	"github.com/rlbench/rlbench/scenarios"
 	mutationscenarios "github.com/rlbench/rlbench/scenarios/mutation"
+	"github.com/rlbench/rlbench/scenarios/peers"
 )
 
 // TestMutantsCoverEveryVariant: the suite runs every faulty variant, each
@@ -152,9 +154,14 @@ func TestFalseAlarmsText(t *testing.T) {
 	fa := &FalseAlarms{Rounds: 3, Out: "out", Tallies: []Tally{
 		{Scenario: "quickstart"},
 		{Scenario: "overhead", Failures: 2, Checks: []string{"max-latency", "load-delivered"}},
+		{Scenario: "peer-express", Known: 3},
+		{Scenario: "peer-nginx-nodelay", Skipped: 3, Why: "nginx is not installed"},
 	}}
 	if got, want := fa.Total(), 2; got != want {
 		t.Fatalf("Total = %d, want %d", got, want)
+	}
+	if got, want := fa.Skipped(), 3; got != want {
+		t.Fatalf("Skipped = %d, want %d", got, want)
 	}
 	var buf bytes.Buffer
 	if err := fa.WriteText(&buf); err != nil {
@@ -162,10 +169,13 @@ func TestFalseAlarmsText(t *testing.T) {
 	}
 	text := squeeze(buf.String())
 	for _, want := range []string{
-		"SCENARIO RUNS FALSE FAILURES FAILED CHECKS",
-		"quickstart 3 0 -",
-		"overhead 3 2 max-latency, load-delivered",
-		"False failures: 2 in 6 reference runs (2 scenarios × 3). Runs in out.",
+		"SCENARIO RUNS SKIPPED KNOWN FINDINGS FALSE FAILURES FAILED CHECKS",
+		"quickstart 3 0 0 0 -",
+		"overhead 3 0 0 2 max-latency, load-delivered",
+		"peer-express 3 0 3 0 -",
+		"peer-nginx-nodelay 0 3 0 0 -",
+		"peer-nginx-nodelay skipped: nginx is not installed",
+		"False failures: 2 in 9 reference runs (4 scenarios × 3, 3 skipped). Runs in out.",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, buf.String())
@@ -206,5 +216,50 @@ func TestHarnessError(t *testing.T) {
 				t.Fatalf("harnessError = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestReferenceScenarios: the reference runs cover the shipped scenarios
+// and, after them, every peer scenario.
+func TestReferenceScenarios(t *testing.T) {
+	all, err := referenceScenarios()
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos, err := scenarios.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, err := peers.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(all), len(infos)+len(more); got != want || len(more) == 0 {
+		t.Fatalf("%d scenarios, want %d shipped and %d peer ones", got, len(infos), len(more))
+	}
+	for i, sc := range all[len(infos):] {
+		if sc.Target.Peer == "" || sc.Name != more[i].Name {
+			t.Errorf("scenario %d after the shipped ones is %s (peer %q), want peer scenario %s", len(infos)+i, sc.Name, sc.Target.Peer, more[i].Name)
+		}
+	}
+}
+
+// TestFindingsNameCheckedScenarios: every known finding is of a peer
+// scenario, and names checks the checker has.
+func TestFindingsNameCheckedScenarios(t *testing.T) {
+	all, err := peers.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []string{checker.CheckBudget, checker.CheckBurstRatio, checker.CheckFalseRejections, checker.CheckRetryAfter, checker.CheckRateLimitFields, checker.CheckHeaderStyle}
+	for name, names := range peers.Findings {
+		if !slices.ContainsFunc(all, func(sc *scenarios.Scenario) bool { return sc.Name == name }) {
+			t.Errorf("findings of %s, which is no peer scenario", name)
+		}
+		for _, n := range names {
+			if !slices.Contains(checks, n) {
+				t.Errorf("%s: finding %q is not a check of the limiter's decisions", name, n)
+			}
+		}
 	}
 }

@@ -15,6 +15,9 @@ package peers
 import (
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/rlbench/rlbench/scenarios"
 )
 
 // ErrNotInstalled is wrapped by every *NotInstalledError.
@@ -41,3 +44,38 @@ func (e *NotInstalledError) Unwrap() error { return e.Err }
 
 // Is reports whether target is ErrNotInstalled.
 func (e *NotInstalledError) Is(target error) bool { return target == ErrNotInstalled }
+
+// ClockResolution is the step of peer p's limiter clock, by which the
+// checks widen every request's interval (checker.Policy.Resolution, the
+// history header's clock_resolution_ns); 0 for a peer it does not know.
+//
+//   - redis_rate decides in one Lua script on Redis TIME, seconds and
+//     microseconds: 1 µs.
+//   - NGINX limit_req reads ngx_current_msec, whole milliseconds cached once
+//     per iteration of a worker's event loop (ngx_time_update): 1 ms.
+//   - express-rate-limit on rate-limit-redis opens a window as a key set
+//     with a PX expiry, whole milliseconds on Redis's clock, and computes
+//     its resets with Date.now(), whole milliseconds: 1 ms.
+//   - HAProxy's stick tables count on now_ms, whole milliseconds of its
+//     event loop: 1 ms.
+//   - Flask-Limiter (limits) expires its Redis keys in whole seconds or
+//     milliseconds on Redis's clock and takes time.time() for the moving
+//     window's entries, which the peer's script rounds to milliseconds;
+//     rate-limiter-flexible and @fastify/rate-limit keep PX/PEXPIRE
+//     expiries and Date.now(): 1 ms.
+//   - ulule/limiter's Redis store sets PEXPIRE windows in milliseconds:
+//     1 ms.
+//   - go-chi/httprate and sethvargo/go-limiter's memorystore decide on
+//     time.Now() in process: 1 µs (finer than the harness's own record).
+func ClockResolution(p scenarios.Peer) time.Duration {
+	switch p {
+	case scenarios.PeerRedisRate:
+		return time.Microsecond
+	case scenarios.PeerNginx, scenarios.PeerExpress, scenarios.PeerHAProxy, scenarios.PeerFlaskLimiter,
+		scenarios.PeerRateLimiterFlexible, scenarios.PeerFastify, scenarios.PeerUlule:
+		return time.Millisecond
+	case scenarios.PeerHTTPRate, scenarios.PeerGoLimiter:
+		return time.Microsecond
+	}
+	return 0
+}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -455,5 +456,29 @@ exit 1
 	}
 	if strings.Contains(err.Error(), "relative script") {
 		t.Errorf("node was given a relative script:\n%v", err)
+	}
+}
+
+// TestClockResolution: every peer declares its clock's step.
+func TestClockResolution(t *testing.T) {
+	want := map[scenarios.Peer]time.Duration{
+		scenarios.PeerRedisRate:           time.Microsecond,
+		scenarios.PeerNginx:               time.Millisecond,
+		scenarios.PeerExpress:             time.Millisecond,
+		scenarios.PeerHAProxy:             time.Millisecond,
+		scenarios.PeerFlaskLimiter:        time.Millisecond,
+		scenarios.PeerRateLimiterFlexible: time.Millisecond,
+		scenarios.PeerFastify:             time.Millisecond,
+		scenarios.PeerUlule:               time.Millisecond,
+		scenarios.PeerHTTPRate:            time.Microsecond,
+		scenarios.PeerGoLimiter:           time.Microsecond,
+	}
+	for _, p := range scenarios.Peers {
+		if got := ClockResolution(p); got != want[p] || got == 0 {
+			t.Errorf("ClockResolution(%s) = %v, want %v", p, got, want[p])
+		}
+	}
+	if got := ClockResolution("unknown"); got != 0 {
+		t.Errorf("ClockResolution(unknown) = %v, want 0", got)
 	}
 }

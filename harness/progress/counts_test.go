@@ -85,9 +85,9 @@ func TestProgressCountsAsTheChecker(t *testing.T) {
 		want          int64
 	}{
 		{"sent / records", c.Sent.Load(), int64(rep.Records), 67},
-		{"admitted", c.Admitted.Load(), int64(rep.Admitted), 45}, // 200, 201, 404
+		{"admitted", c.Admitted.Load(), int64(rep.Admitted), 43}, // 200, 201
 		{"rejected", c.Rejected.Load(), int64(rep.Rejected), 12}, // 429
-		{"unknown", c.Unknown.Load(), int64(rep.Unknown), 10},    // 503, 500, no answer
+		{"unknown", c.Unknown.Load(), int64(rep.Unknown), 12},    // 404, 503, 500, no answer
 	} {
 		if tc.progress != tc.want || tc.got != tc.want {
 			t.Errorf("%s: progress %d, checker %d, want %d", tc.name, tc.progress, tc.got, tc.want)

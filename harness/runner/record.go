@@ -13,13 +13,21 @@ import (
 // shows.
 func (o *Outcome) Record() runrecord.ScenarioRecord {
 	sc := o.Scenario
+	headers := sc.Checks.Headers
 	rec := runrecord.ScenarioRecord{
 		Name: sc.Name, Description: sc.Description, Source: sc.Source, Seed: sc.Seed,
 		Start: o.Start.UTC(), Duration: o.Duration, Redis: o.Redis, Instances: o.Instances, History: o.HistoryPath,
-		ClockOffset: o.ClockOffset, ClockUncertainty: o.ClockUncertainty, FailureMode: sc.Target.FailureMode,
+		ClockOffset: o.ClockOffset, ClockUncertainty: o.ClockUncertainty, ClockSource: o.ClockSource, FailureMode: sc.Target.FailureMode,
 		RunID: string(o.RunID), IdentitiesFresh: &o.IdentitiesFresh,
 		Faults: o.Faults, Drill: drill(sc, o.Faults), KeyScan: o.KeyScan,
-		Checks: &runrecord.CheckSettings{LoadDelivered: sc.Checks.LoadDelivered, MaxLatency: sc.Checks.MaxLatency},
+		Checks: &runrecord.CheckSettings{
+			LoadDelivered: sc.Checks.LoadDelivered, MaxLatency: sc.Checks.MaxLatency,
+			MaxExcess: sc.Checks.MaxExcess, Headers: &headers,
+		},
+	}
+	if fr := sc.Checks.FalseRejections; fr != nil {
+		rate := fr.MaxRate
+		rec.Checks.FalseRejectionsMaxRate = &rate
 	}
 	if ov := sc.Checks.Overhead; ov != nil {
 		rec.Checks.Overhead = &runrecord.OverheadBounds{Route: ov.Route, Baseline: ov.Baseline, P50: ov.P50, P99: ov.P99, P999: ov.P999}

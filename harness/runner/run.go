@@ -105,6 +105,14 @@ type Outcome struct {
 	// budget spent.
 	RunID           scenarios.RunID
 	IdentitiesFresh bool
+	// ClockSource says where ClockOffset came from (history.ClockRedisTime,
+	// ClockHTTPDate, ClockDeclared, ClockLocal), or runrecord.ClockUnknown
+	// when nothing measured it: ClockOffset is then 0 and means nothing.
+	ClockSource string
+	// ClockResolution is the step of the limiter's clock the checks assume:
+	// 1 µs for the sample API, the peer's own, or what the scenario
+	// declares for an external target (1 µs when it does not).
+	ClockResolution time.Duration
 	// Faults are the scenario's faults as they happened, in ns since Start.
 	Faults []runrecord.FaultWindow
 	// KeyScan is the scan for keys without a TTL (Options.ScanKeys); nil
@@ -193,14 +201,26 @@ func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (*Outcome, err
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 
-	if rdb != nil {
+	out.ClockResolution = clockResolution(sc)
+	switch {
+	case sc.Target.Clock != nil:
+		out.ClockOffset, out.ClockUncertainty, out.ClockSource = sc.Target.Clock.Offset, sc.Target.Clock.Uncertainty, history.ClockDeclared
+	case rdb != nil:
+		// The limiter's Redis, started by rlbench or given by an external
+		// target's redis.url: its TIME is the clock a limiter on it decides by.
 		out.ClockOffset, out.ClockUncertainty, err = traffic.MeasureClockOffset(ctx, func(ctx context.Context) (time.Time, error) {
 			return rdb.Time(ctx).Result()
 		}, 0)
 		if err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}
+		out.ClockSource = history.ClockRedisTime
+	case len(sc.Target.External) == 0:
+		// Instances rlbench started without Redis read this host's clock.
+		out.ClockSource = history.ClockLocal
 	}
+	// An external target's offset left unknown here is measured from the
+	// Date headers of its responses while the traffic runs (fire).
 
 	fireErr := r.fire(ctx, sc, filepath.Join(r.opts.OutDir, out.HistoryPath), urls, names, env, out)
 	if err := writeCommandLogs(r.opts.OutDir, sc, out.Faults); err != nil {
@@ -386,9 +406,18 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 	}
 	out.IdentitiesFresh = sc.Identities.Fresh() || (len(sc.Target.External) == 0 && out.Redis.Provider != string(scenarios.ProviderExternal))
 	hdr.RunID, hdr.IdentitiesFresh = string(out.RunID), &out.IdentitiesFresh
-	offsetNs := out.ClockOffset.Nanoseconds()
-	hdr.ClockOffsetNs = &offsetNs
-	hdr.ClockUncertaintyNs = out.ClockUncertainty.Nanoseconds()
+	hdr.ClockResolutionNs = out.ClockResolution.Nanoseconds()
+	var dates *dateClock
+	if out.ClockSource != "" {
+		offsetNs := out.ClockOffset.Nanoseconds()
+		hdr.ClockOffsetNs = &offsetNs
+		hdr.ClockUncertaintyNs = out.ClockUncertainty.Nanoseconds()
+		hdr.ClockSource = out.ClockSource
+	} else {
+		// Unknown when the header is written: the header says so (no
+		// offset), and run.json gets what the Date headers tell.
+		dates = newDateClock(start)
+	}
 	w, err := history.Create(path, hdr)
 	if err != nil {
 		return err
@@ -409,6 +438,9 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 		RunID:         out.RunID,
 		OnResult: func(res *traffic.Result) {
 			counters.SetPhase(res.Phase)
+			if dates != nil && res.Status != 0 {
+				dates.observe(res.Instance, res.Header, res.Sent, res.Received)
+			}
 			rec := res.Record(start)
 			counters.Add(rec.Outcome) // the outcome the checker counts
 			if err := w.Write(&rec); err != nil && writeErr == nil {
@@ -416,6 +448,15 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 			}
 		},
 	})
+	if dates != nil {
+		if off, unc, ok := dates.estimate(); ok {
+			out.ClockOffset, out.ClockUncertainty, out.ClockSource = off, unc, history.ClockHTTPDate
+			r.logf("%s: the target's clock is %v ± %v ahead of this host's, from its Date headers", sc.Name, off, unc)
+		} else {
+			out.ClockSource = runrecord.ClockUnknown
+			r.logf("%s: the target's clock offset is unknown (no usable Date header, no redis.url, no target.clock): window checks use offset-free bounds", sc.Name)
+		}
+	}
 	for i, w := range schedule.Stop() {
 		out.Faults = append(out.Faults, classify(w, sc.Faults[i], sc.Target.StoreTimeout))
 	}
@@ -425,6 +466,21 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 		return fmt.Errorf("fire traffic: %w", err)
 	}
 	return nil
+}
+
+// clockResolution is the step of the limiter's clock under sc: a peer's
+// own, an external target's as the scenario declares it, and otherwise
+// (the sample API, an external target that declares none) 1 µs.
+func clockResolution(sc *scenarios.Scenario) time.Duration {
+	if sc.Target.Peer != "" {
+		if res := peers.ClockResolution(sc.Target.Peer); res > 0 {
+			return res
+		}
+	}
+	if sc.Target.ClockResolution > 0 {
+		return sc.Target.ClockResolution
+	}
+	return history.DefaultClockResolution
 }
 
 // claimed is the policy the checks hold route rt to.

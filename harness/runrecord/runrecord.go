@@ -98,6 +98,12 @@ type ScenarioRecord struct {
 	// ClockOffset is the limiter's clock minus the harness's, ± ClockUncertainty.
 	ClockOffset      time.Duration `json:"clock_offset_ns"`
 	ClockUncertainty time.Duration `json:"clock_uncertainty_ns"`
+	// ClockSource says where ClockOffset came from: "redis_time",
+	// "http_date", "declared" (the history header's clock_source values),
+	// or ClockUnknown when nothing could measure it (ClockOffset is then 0
+	// and means nothing). Empty in a record written before it was
+	// recorded; see ClockKnown.
+	ClockSource string `json:"clock_source,omitempty"`
 	// FailureMode is what the target declared it does when its store fails;
 	// empty for a target that declares nothing (an external API without
 	// target.failure_mode). A fail-closed target's 503s are expected
@@ -127,6 +133,22 @@ type ScenarioRecord struct {
 	KeyScan *KeyScan `json:"key_scan,omitempty"`
 	// Error is set when the scenario could not run.
 	Error string `json:"error,omitempty"`
+}
+
+// ClockUnknown is ScenarioRecord.ClockSource for a limiter's clock whose
+// offset nothing measured: an external target without a Redis to read TIME
+// from, without Date headers and without a declared offset.
+const ClockUnknown = "unknown"
+
+// ClockKnown reports whether ClockOffset holds a measured or declared
+// offset. A record without ClockSource predates it: the runner then
+// measured the offset on Redis TIME whenever the run had a Redis, and
+// recorded an unmeasured 0 otherwise.
+func (r *ScenarioRecord) ClockKnown() bool {
+	if r.ClockSource == "" {
+		return r.Redis.Provider != ""
+	}
+	return r.ClockSource != ClockUnknown
 }
 
 // FailureMode is what a limiter declares it does when its store fails: the
@@ -269,6 +291,18 @@ type CheckSettings struct {
 	MaxLatency time.Duration `json:"max_latency_ns,omitempty"`
 	// Overhead, when set, bounds the latency the limiter adds.
 	Overhead *OverheadBounds `json:"overhead,omitempty"`
+	// MaxExcess is the scenario's checks.budget.max_excess: the units per
+	// key the budget check tolerates above the policy's bound.
+	MaxExcess int64 `json:"max_excess,omitempty"`
+	// FalseRejectionsMaxRate is the scenario's
+	// checks.false_rejections.max_rate: the fraction of a rule's requests
+	// that may be false rejections; nil (a record written before it was
+	// recorded, or a scenario without the bound) tolerates none.
+	FalseRejectionsMaxRate *float64 `json:"false_rejections_max_rate,omitempty"`
+	// Headers is the scenario's checks.headers: false leaves out the
+	// retry-after, ratelimit-fields and header-style checks; nil (a record
+	// written before it was recorded) runs them.
+	Headers *bool `json:"headers,omitempty"`
 }
 
 // OverheadBounds bound the latency Route adds over Baseline, the same

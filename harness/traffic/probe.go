@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/rlbench/rlbench/harness/history"
 	"github.com/rlbench/rlbench/scenarios"
 )
 
@@ -58,7 +59,7 @@ func (e *engine) runProbe(ctx context.Context, pi int, ph scenarios.Phase, rng *
 			return ctx.Err()
 		}
 		retry := send(ProbeRetry, at, time.Since(res.Received))
-		admitted := retry.Status != 0 && retry.Status < 400
+		admitted := history.OutcomeForStatus(retry.Status) == history.Admitted
 		e.coll.phaseMeta(pi, func(m *PhaseStats) { m.ProbeRetried, m.ProbeAdmitted = true, admitted })
 		return nil
 	}

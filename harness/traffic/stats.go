@@ -9,6 +9,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/rlbench/rlbench/harness/history"
 	"github.com/rlbench/rlbench/scenarios"
 )
 
@@ -69,7 +70,9 @@ type PhaseStats struct {
 	// OnTime counts requests sent within the lag tolerance of their
 	// intended time.
 	OnTime int
-	// Admitted, Rejected (429) and Errors (no answer or 5xx) partition Sent.
+	// Admitted, Rejected (429) and Errors (no answer, a 5xx or a 4xx other
+	// than 429: an unknown outcome) partition Sent, as
+	// history.OutcomeForStatus classifies every response.
 	Admitted, Rejected, Errors int
 	// Status counts answers by HTTP status code (0: no answer).
 	Status map[int]int
@@ -262,13 +265,13 @@ func (c *collector) account(r *Result) {
 	s := c.phases[r.PhaseIndex]
 	s.Sent++
 	s.Status[r.Status]++
-	switch {
-	case r.Status == 0 || r.Status >= 500:
-		s.Errors++
-	case r.Status == http.StatusTooManyRequests:
+	switch history.OutcomeForStatus(r.Status) {
+	case history.Admitted:
+		s.Admitted++
+	case history.Rejected:
 		s.Rejected++
 	default:
-		s.Admitted++
+		s.Errors++
 	}
 	lag := r.Sent.Sub(r.Intended)
 	record(s.Lag, lag)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rlbench/rlbench/scenarios"
+	"github.com/rlbench/rlbench/scenarios/peers"
 )
 
 func TestPeerScenariosParse(t *testing.T) {
@@ -26,6 +27,29 @@ func TestPeerScenariosParse(t *testing.T) {
 		}
 		if sc.Checks.FalseRejections == nil {
 			t.Errorf("%s: no false_rejections bound", sc.Source)
+		}
+	}
+}
+
+// TestAllEmbedsEveryFile: the embedded scenarios are the directory's.
+func TestAllEmbedsEveryFile(t *testing.T) {
+	onDisk, err := scenarios.Load(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	embedded, err := peers.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(embedded) != len(onDisk) {
+		t.Fatalf("%d embedded scenarios, %d on disk", len(embedded), len(onDisk))
+	}
+	for i := range onDisk {
+		if got, want := embedded[i].Name, onDisk[i].Name; got != want {
+			t.Errorf("embedded[%d] = %s, want %s", i, got, want)
+		}
+		if !strings.HasPrefix(embedded[i].Source, "embedded:peers/") {
+			t.Errorf("embedded[%d].Source = %q, want embedded:peers/...", i, embedded[i].Source)
 		}
 	}
 }

@@ -1,0 +1,113 @@
+package checker
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+)
+
+// allowedFalseRejections is the number of false rejections
+// Policy.MaxFalseRejectionRate tolerates among the requests of rule ri:
+// ⌊rate·N⌋ of its N requests (a hair of slack absorbs the rounding of
+// rate·N, so that 0.01 of 300 requests is 3).
+func (r *run) allowedFalseRejections(ri int32) int {
+	if r.p.MaxFalseRejectionRate == 0 {
+		return 0
+	}
+	n := 0
+	for _, rj := range r.ruleOf {
+		if rj == ri {
+			n++
+		}
+	}
+	return int(math.Floor(r.p.MaxFalseRejectionRate*float64(n) + 1e-9))
+}
+
+// status checks that the target answered every request (outside declared
+// faults) with a status a limiter gives: no 5xx unless the policy expects
+// it, no 4xx but 429 (a 401 or 404 means the traffic never reached the
+// limiter; such a request counts as of unknown outcome in the other
+// checks), and no request left without an answer (a dead or hung target
+// is not a pass). Its explanation leads with the commonest cause and what
+// to do about it, since the other checks only suffer from it.
+func (r *run) status(rep *Report) Result {
+	res := Result{Name: CheckStatus, Unit: "responses", Verdict: Pass}
+	type cause struct {
+		status int // 0: no answer
+		idx    []int32
+	}
+	var causes []*cause
+	byStatus := map[int]*cause{}
+	total := 0
+	for i := range r.d.reqs {
+		q := &r.d.reqs[i]
+		if q.faulted {
+			continue
+		}
+		total++
+		st := int(q.status)
+		bad := st == 0 || st >= 500 && !slices.Contains(r.p.ExpectedStatuses, st) || st >= 400 && st < 500 && st != http.StatusTooManyRequests
+		if !bad {
+			continue
+		}
+		c := byStatus[st]
+		if c == nil {
+			c = &cause{status: st}
+			byStatus[st] = c
+			causes = append(causes, c)
+		}
+		c.idx = append(c.idx, int32(i))
+	}
+	tail := fmt.Sprintf("%d transport errors, %d requests of unknown outcome", rep.TransportErrors, rep.Unknown)
+	if len(causes) == 0 {
+		res.Explanation = "every request answered, no unexpected 4xx or 5xx; " + tail
+		return res
+	}
+	// The commonest cause first; ties in order of first appearance.
+	slices.SortStableFunc(causes, func(a, b *cause) int { return cmp.Compare(len(b.idx), len(a.idx)) })
+	var bad []int32
+	var parts []string
+	for _, c := range causes {
+		bad = append(bad, c.idx...)
+		parts = append(parts, r.statusCause(c.status, c.idx, total))
+	}
+	res.Verdict, res.Observed, res.Proof = Fail, float64(len(bad)), r.examples(bad)
+	res.Explanation = strings.Join(parts, "; ") + "; " + tail
+	return res
+}
+
+// statusCause describes the requests idx, of total judged, that got status
+// st (0: no answer), and what to look at.
+func (r *run) statusCause(st int, idx []int32, total int) string {
+	n := len(idx)
+	share := fmt.Sprintf("all %d requests", n)
+	if n < total {
+		share = fmt.Sprintf("%d of %d requests (first: request %d)", n, total, r.d.reqs[idx[0]].id)
+	}
+	reached := "the traffic never reached the limiter"
+	if n < total {
+		reached = "these requests may never have reached the limiter"
+	}
+	switch {
+	case st == 0:
+		return fmt.Sprintf("no answer to %s outside any declared fault: the target is down or hangs", share)
+	case st >= 500:
+		return fmt.Sprintf("unexpected %s on %s: the target failed, and the limiter's decision is unknown", statusText(st), share)
+	case st == http.StatusUnauthorized || st == http.StatusForbidden:
+		return fmt.Sprintf("%s on %s: %s — check the identity header and the credentials the requests carry", statusText(st), share, reached)
+	case st == http.StatusNotFound || st == http.StatusMethodNotAllowed:
+		return fmt.Sprintf("%s on %s: %s — check the routes' paths and methods", statusText(st), share, reached)
+	}
+	return fmt.Sprintf("%s on %s: %s — the target refused the requests themselves", statusText(st), share, reached)
+}
+
+// statusText is "401 Unauthorized", or the bare code for an unregistered one.
+func statusText(st int) string {
+	if t := http.StatusText(st); t != "" {
+		return fmt.Sprintf("%d %s", st, t)
+	}
+	return fmt.Sprint(st)
+}
