@@ -323,12 +323,11 @@ func (w *walker) walk(node *yaml.Node, t reflect.Type, path string) *Error {
 		t = t.Elem()
 	}
 	w.describe(t)
-	at := node.Line // an alias's own line, where its expansion is used
-	for node.Kind == yaml.AliasNode && node.Alias != nil {
-		node = node.Alias
+	if node.Kind == yaml.AliasNode && node.Alias != nil {
+		return broughtIn(w.walk(node.Alias, t, path), node, "*")
 	}
 	if w.values++; w.values > MaxValues {
-		return &Error{Line: at, Field: path, Err: fmt.Errorf("the document expands to more than %d values through its aliases; write the values out or use fewer aliases", MaxValues)}
+		return &Error{Line: node.Line, Field: path, Err: fmt.Errorf("the document expands to more than %d values through its aliases; write the values out or use fewer aliases", MaxValues)}
 	}
 	if isText(t) {
 		if node.Kind != yaml.ScalarNode {
@@ -339,7 +338,7 @@ func (w *walker) walk(node *yaml.Node, t reflect.Type, path string) *Error {
 	}
 	if node.Kind == yaml.ScalarNode {
 		if err := checkNumber(node, t); err != nil {
-			return &Error{Line: at, Field: path, Err: err}
+			return &Error{Line: node.Line, Field: path, Err: err}
 		}
 	}
 	switch t.Kind() {
@@ -417,6 +416,17 @@ func (w *walker) walk(node *yaml.Node, t reflect.Type, path string) *Error {
 	return nil
 }
 
+// broughtIn says, on an error found in an anchored value, which alias
+// brought that value to the place where it is at fault: the anchor's own
+// line may be one where the value is fine. how is "*" for an alias and
+// "<<: *" for a merge key.
+func broughtIn(err *Error, alias *yaml.Node, how string) *Error {
+	if err != nil && err.Line != alias.Line {
+		err.Err = fmt.Errorf("%w (brought in by %s%s at line %d)", err.Err, how, alias.Value, alias.Line)
+	}
+	return err
+}
+
 // mapKey returns a mapping key as the decoder sees it: an alias used as a key
 // (*k: value) stands for the key its anchor marks, at the alias's line.
 func mapKey(k *yaml.Node) *yaml.Node {
@@ -466,8 +476,8 @@ func checkNumber(node *yaml.Node, t reflect.Type) error {
 
 // merge walks the mapping (or list of mappings) a merge key brings in.
 func (w *walker) merge(v *yaml.Node, t reflect.Type, path string) *Error {
-	for v.Kind == yaml.AliasNode && v.Alias != nil {
-		v = v.Alias
+	if v.Kind == yaml.AliasNode && v.Alias != nil {
+		return broughtIn(w.merge(v.Alias, t, path), v, "<<: *")
 	}
 	if v.Kind == yaml.SequenceNode {
 		for _, item := range v.Content {

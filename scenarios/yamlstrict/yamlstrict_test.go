@@ -70,11 +70,11 @@ func TestDecodeErrors(t *testing.T) {
 		{"unknown key in a merged anchor", "keys:\n  - &base {name: a, rte: 1}\n  - <<: *base\n", `f.yaml:2: keys[0].rte: unknown key "rte"; did you mean "rate"?`},
 		// An anchor valid where it is written is checked again where an
 		// alias or merge key uses it: the keys it brings must fit there too.
-		{"alias brings a key the target lacks", "keys:\n  - &k {name: a, rate: 1}\noptional: *k\n", `f.yaml:2: optional.name: unknown key "name"; did you mean "rate"?`},
-		{"merge brings a key the target lacks", "extra:\n  - &r {path: /a}\noptional:\n  <<: *r\n  rate: 1\n", `f.yaml:2: optional.path: unknown key "path"; did you mean "rate"?`},
+		{"alias brings a key the target lacks", "keys:\n  - &k {name: a, rate: 1}\noptional: *k\n", `f.yaml:2: optional.name: unknown key "name"; did you mean "rate"? (brought in by *k at line 3)`},
+		{"merge brings a key the target lacks", "extra:\n  - &r {path: /a}\noptional:\n  <<: *r\n  rate: 1\n", `f.yaml:2: optional.path: unknown key "path"; did you mean "rate"? (brought in by <<: *r at line 4)`},
 		{"merge list with a misspelled key", "keys:\n  - &a {rate: 1}\n  - &b {bursst: 2}\n", `f.yaml:3: keys[1].bursst: unknown key "bursst"; did you mean "burst"?`},
-		{"merge of a list of anchors", "extra:\n  - &a {path: /a}\nkeys:\n  - <<: [*a]\n    rate: 1\n", `f.yaml:2: keys[0].path: unknown key "path"; did you mean "rate"?`},
-		{"nested merge", "keys:\n  - &a {rate: 1}\nextra:\n  - &b {<<: *a, path: /b}\n", `f.yaml:2: extra[0].rate: unknown key "rate"; did you mean "path"?`},
+		{"merge of a list of anchors", "extra:\n  - &a {path: /a}\nkeys:\n  - <<: [*a]\n    rate: 1\n", `f.yaml:2: keys[0].path: unknown key "path"; did you mean "rate"? (brought in by <<: *a at line 4)`},
+		{"nested merge", "keys:\n  - &a {rate: 1}\nextra:\n  - &b {<<: *a, path: /b}\n", `f.yaml:2: extra[0].rate: unknown key "rate"; did you mean "path"? (brought in by <<: *a at line 4)`},
 		{"alias as a key stands for its anchor", "keys:\n  - {&k name: a}\nextra:\n  - {*k : b}\n", `f.yaml:4: extra[0].name: unknown key "name"; valid keys are path, limits`},
 		{"alias key given twice", "keys:\n  - {&k name: a, *k : b}\n", `f.yaml:2: keys[0].name: key given twice`},
 		{"fraction into a whole number", "count: 10.9\n", `f.yaml:1: count: 10.9: want a whole number, not a fraction; write 10 or 11`},
@@ -83,7 +83,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"NaN into a whole number", "count: .NaN\n", `f.yaml:1: count: .NaN: want a whole number, not NaN or an infinity`},
 		{"NaN into a number", "keys:\n  - {rate: .nan}\n", `f.yaml:2: keys[0].rate: .nan: want a finite number, not NaN or an infinity`},
 		{"infinity into a number", "optional: {rate: .inf}\n", `f.yaml:1: optional.rate: .inf: want a finite number, not NaN or an infinity`},
-		{"NaN through an alias", "keys:\n  - {name: &n .nan}\ncount: *n\n", `f.yaml:3: count: .nan: want a whole number, not NaN or an infinity`},
+		{"NaN through an alias", "keys:\n  - {name: &n .nan}\ncount: *n\n", `f.yaml:2: count: .nan: want a whole number, not NaN or an infinity (brought in by *n at line 3)`},
 		{"NaN through a merge", "keys:\n  - &a {name: x}\n  - <<: &b {rate: -.Inf}\n", `f.yaml:3: keys[1].rate: -.Inf: want a finite number, not NaN or an infinity`},
 	}
 	for _, tt := range tests {
