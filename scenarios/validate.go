@@ -303,7 +303,7 @@ func (v *validator) target(r *rawTarget) Target {
 		case strings.ContainsAny(rr.Path, "?#"):
 			// request says so, with the way to give a query string.
 		default:
-			v.routePath(field+".path", rr.Path, rt.Method, len(r.External) == 0, r.Peer == "")
+			v.routePath(field+".path", rr.Path, rt.Method, len(r.External) == 0, runsSampleAPI(r))
 		}
 		paths[rr.Path] = true
 		if !slices.Contains([]string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"}, rt.Method) {
@@ -328,6 +328,9 @@ func (v *validator) target(r *rawTarget) Target {
 		}
 		limited = limited || !rt.Baseline()
 		t.Routes = append(t.Routes, rt)
+	}
+	if len(r.External) == 0 && runsSampleAPI(r) {
+		v.routerConflicts(t.Routes)
 	}
 	if len(r.Routes) > 0 && !limited {
 		v.fail("target.routes", "no route has a policy; a scenario needs at least one limited route")

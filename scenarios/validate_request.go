@@ -73,6 +73,42 @@ func (v *validator) routePath(field, p, method string, started, sampleAPI bool) 
 	}
 }
 
+// runsSampleAPI reports whether the instances of r, if any, are the sample
+// API: without a peer, or with redis_rate, which runs in the sample API.
+func runsSampleAPI(r *rawTarget) bool {
+	return r.Peer == "" || Peer(r.Peer) == PeerRedisRate
+}
+
+// routerConflicts reports a pair of routes the sample API's router (Go's
+// http.ServeMux) refuses to hold together: a HEAD route on a path ending in
+// / (which takes every path below it) and a GET route, the scenario's or
+// the sample API's own, on a path below it. HEAD matches fewer methods and
+// GET a narrower path, so neither pattern is more specific than the other.
+func (v *validator) routerConflicts(routes []Route) {
+	var gets []string
+	for _, own := range sampleAPIRoutes {
+		if p, ok := strings.CutPrefix(own, "GET "); ok {
+			gets = append(gets, p)
+		}
+	}
+	for _, rt := range routes {
+		if rt.Method == "GET" {
+			gets = append(gets, rt.Path)
+		}
+	}
+	for i, rt := range routes {
+		if rt.Method != "HEAD" || !strings.HasSuffix(rt.Path, "/") {
+			continue
+		}
+		for _, g := range gets {
+			if g != rt.Path && strings.HasPrefix(g, rt.Path) {
+				v.fail(fmt.Sprintf("target.routes[%d].path", i), "HEAD %s takes every path below it, GET %s among them, and the sample API's router cannot tell which of the two a HEAD request for %s is for; give the HEAD route a path without the trailing /", rt.Path, g, g)
+				return
+			}
+		}
+	}
+}
+
 // request validates a route's request fields: query string, headers and
 // body.
 func (v *validator) request(field string, rr *rawRoute, rt *Route) {
