@@ -60,12 +60,12 @@ func (v *validator) routePath(field, p, method string, started, sampleAPI bool) 
 	switch {
 	case len(p) > MaxPathLength:
 		v.fail(field, "%d bytes long; a route path may have at most %d", len(p), MaxPathLength)
+	case started && !startedPath.MatchString(p):
+		v.fail(field, "%q: the targets rlbench starts take paths of letters, digits and . _ ~ - / only, as in /api/my-items", p)
 	case strings.ContainsFunc(p, func(r rune) bool { return r <= ' ' || r == 0x7f }):
 		v.fail(field, "%q holds a space or control character; percent-encode it, as in /search%%20results", p)
 	case err != nil || u.Scheme != "" || u.Host != "" || u.EscapedPath() != p:
 		v.fail(field, "%q is not a URL path as written; percent-encode characters outside letters, digits and -._~!$&'()*+,;=:@/, and start with a single /", p)
-	case started && !startedPath.MatchString(p):
-		v.fail(field, "%q: the targets rlbench starts take paths of letters, digits and . _ ~ - / only, as in /api/items", p)
 	case started && clean != p:
 		v.fail(field, "%q is not in clean form; write %s (a server redirects //, /./ and /../ instead of answering)", p, clean)
 	case sampleAPI && started && slices.Contains(sampleAPIRoutes, method+" "+p):
