@@ -29,7 +29,7 @@
 // instance-1, instance-2 and instance-3, the names faults, clock skews,
 // histories and reports use.
 //
-//	name: quickstart            # required; lowercase letters, digits, - and _
+//	name: quickstart            # required; lowercase letters, digits, - and _ (at most 100)
 //	description: >-             # required; what the scenario proves
 //	  Three instances share one budget per key ...
 //	seed: 1                     # seeds identity, route and instance choices; default 1
@@ -134,6 +134,26 @@
 //	    effect: loses_state     # unavailable | loses_state | none
 //	    at: 3s
 //	    duration: 2s
+//
+// # Bounds
+//
+// Whatever validation accepts, a run can start: every field is checked
+// against what the runner and the targets take, so that a scenario fails in
+// `rlbench validate`, at its line, and not minutes into a run. A number is
+// finite wherever one belongs (.nan and .inf are refused), and a whole
+// number where one is counted (cost: 10.9 is refused, not truncated). A
+// name has at most MaxNameLength bytes, as a directory of the run's output
+// must. A route path starts with a single /, holds no space or control
+// character and reads back as the URL path it is (percent-encode the
+// rest); on the targets rlbench starts it is also in clean form (no //,
+// /./ or /../), of letters, digits and . _ ~ - / only, and not one of the
+// sample API's own routes. Every duration has a ceiling: a phase
+// MaxTrafficTime (and all timed phases together too), an edge burst's
+// offset and window MaxEdgeWindow, a fault's at, duration and latency
+// MaxFaultTime, store_timeout MaxStoreTimeout, a clock skew MaxClockSkew
+// either way, max_latency and the overhead bounds MaxLatencyBound, the
+// fault checks' slack and recovery MaxFaultTime. Aliases and merge keys
+// (<<: *base) are checked where they are used, as if written there.
 //
 // # Requests and identities
 //

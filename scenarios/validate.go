@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/rlbench/rlbench/limiter"
 	"github.com/rlbench/rlbench/scenarios/yamlstrict"
@@ -38,6 +39,25 @@ const (
 	// MaxIdentities is the most identities a scenario may name (the client
 	// addresses 10.0.0.0/8 hold them all).
 	MaxIdentities = 1 << 24
+	// MaxNameLength is the longest scenario or phase name, in bytes: a
+	// scenario's name is a directory of the run's output, and a path
+	// component has room for 255 bytes at most.
+	MaxNameLength = 100
+	// MaxPathLength is the longest route path, in bytes.
+	MaxPathLength = 1024
+	// MaxCost is the most units one request may charge, so that sums of
+	// costs over a run stay exact in an int64.
+	MaxCost = 1_000_000_000
+	// MaxExcessUnits bounds checks.budget.max_excess, in units.
+	MaxExcessUnits = 1 << 40
+	// MaxStoreTimeout bounds target.store_timeout.
+	MaxStoreTimeout = time.Minute
+	// MaxClockSkew bounds a target.clock_skew offset, ahead or behind.
+	MaxClockSkew = 24 * time.Hour
+	// MaxLatencyBound bounds the latency checks (max_latency and the
+	// overhead percentiles): no request outlives the load generator's
+	// timeout (10s), so a larger bound could never bind.
+	MaxLatencyBound = time.Minute
 )
 
 // validator converts a raw scenario, keeping the first error.
@@ -69,8 +89,10 @@ func (v *validator) scenario(r *rawScenario) *Scenario {
 	switch {
 	case r.Name == "":
 		v.fail("name", "missing; give the scenario a name such as \"quickstart\"")
+	case len(r.Name) > MaxNameLength:
+		v.fail("name", "%d characters long; a name (the directory of the scenario's output) may have at most %d", len(r.Name), MaxNameLength)
 	case !namePattern.MatchString(r.Name):
-		v.fail("name", "%q: use lowercase letters, digits, '-' and '_'", r.Name)
+		v.fail("name", "%q: use lowercase letters, digits, '-' and '_', starting with a letter or digit", r.Name)
 	}
 	if s.Description == "" {
 		v.fail("description", "missing; say what the scenario proves")
@@ -200,7 +222,7 @@ func (v *validator) target(r *rawTarget) Target {
 			}
 		}
 		if r.StoreTimeout != "" {
-			t.StoreTimeout = v.duration("target.store_timeout", r.StoreTimeout, true)
+			t.StoreTimeout = v.durationMax("target.store_timeout", r.StoreTimeout, true, MaxStoreTimeout)
 		}
 		for i, sk := range r.ClockSkew {
 			field := fmt.Sprintf("target.clock_skew[%d]", i)
@@ -216,8 +238,11 @@ func (v *validator) target(r *rawTarget) Target {
 				t.ClockSkew = map[string]time.Duration{}
 			}
 			d, err := time.ParseDuration(strings.TrimSpace(sk.Offset))
-			if err != nil {
+			switch {
+			case err != nil:
 				v.fail(field+".offset", "%q is not a duration; use Go syntax such as 1h or -30m", sk.Offset)
+			case d > MaxClockSkew || d < -MaxClockSkew:
+				v.fail(field+".offset", "%v is further than the %v a clock may be skewed, ahead or behind", d, MaxClockSkew)
 			}
 			t.ClockSkew[sk.Instance] = d
 		}
@@ -230,6 +255,9 @@ func (v *validator) target(r *rawTarget) Target {
 	for i, rr := range r.Routes {
 		field := fmt.Sprintf("target.routes[%d]", i)
 		rt := Route{Path: rr.Path, Method: strings.ToUpper(rr.Method), Cost: 1}
+		if rt.Method == "" {
+			rt.Method = "GET"
+		}
 		switch {
 		case rr.Path == "":
 			v.fail(field+".path", "missing")
@@ -237,19 +265,20 @@ func (v *validator) target(r *rawTarget) Target {
 			v.fail(field+".path", "%q must start with /", rr.Path)
 		case paths[rr.Path]:
 			v.fail(field+".path", "%q is given twice", rr.Path)
+		case strings.ContainsAny(rr.Path, "?#"):
+			// request says so, with the way to give a query string.
+		default:
+			v.routePath(field+".path", rr.Path, rt.Method, len(r.External) == 0, runsSampleAPI(r))
 		}
 		paths[rr.Path] = true
-		if rt.Method == "" {
-			rt.Method = "GET"
-		}
 		if !slices.Contains([]string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"}, rt.Method) {
 			v.fail(field+".method", "unknown %q; use GET, HEAD, POST, PUT, PATCH or DELETE", rr.Method)
 		}
 		v.request(field, &rr, &rt)
 		if rr.Cost != nil {
 			rt.Cost = *rr.Cost
-			if rt.Cost < 1 {
-				v.fail(field+".cost", "%d must be at least 1", rt.Cost)
+			if rt.Cost < 1 || rt.Cost > MaxCost {
+				v.fail(field+".cost", "%d: want 1 to %d units a request", rt.Cost, MaxCost)
 			}
 		}
 		for j, l := range rr.Policies {
@@ -264,6 +293,9 @@ func (v *validator) target(r *rawTarget) Target {
 		}
 		limited = limited || !rt.Baseline()
 		t.Routes = append(t.Routes, rt)
+	}
+	if len(r.External) == 0 && runsSampleAPI(r) {
+		v.routerConflicts(t.Routes)
 	}
 	if len(r.Routes) > 0 && !limited {
 		v.fail("target.routes", "no route has a policy; a scenario needs at least one limited route")
@@ -392,8 +424,13 @@ var allPhaseFields = []string{"rate", "from", "to", "duration", "requests", "spr
 
 func (v *validator) phase(r *rawPhase, field string, i int, t Target) Phase {
 	p := Phase{Kind: PhaseKind(r.Kind), Name: r.Name}
-	if p.Name == "" {
+	switch {
+	case p.Name == "":
 		p.Name = "phase-" + strconv.Itoa(i+1)
+	case len(p.Name) > MaxNameLength:
+		v.fail(field+".name", "%d characters long; a phase name may have at most %d", len(p.Name), MaxNameLength)
+	case strings.ContainsFunc(p.Name, unicode.IsControl):
+		v.fail(field+".name", "%q holds a control character (a line break, a tab); reports print it on one line", p.Name)
 	}
 	allowed, ok := phaseFields[p.Kind]
 	if !ok {
@@ -417,7 +454,7 @@ func (v *validator) phase(r *rawPhase, field string, i int, t Target) Phase {
 		return true
 	}
 	if slices.Contains(allowed, "duration") && need("duration", "a duration such as 5s") {
-		p.Duration = v.duration(field+".duration", r.Duration, true)
+		p.Duration = v.durationMax(field+".duration", r.Duration, true, MaxTrafficTime)
 	}
 	if slices.Contains(allowed, "requests") && need("requests", "a number of requests") {
 		p.Requests = r.Requests
@@ -444,7 +481,7 @@ func (v *validator) phase(r *rawPhase, field string, i int, t Target) Phase {
 		}
 	case EdgeBurst:
 		if r.Offset != "" {
-			p.Offset = v.duration(field+".offset", r.Offset, true)
+			p.Offset = v.durationMax(field+".offset", r.Offset, true, MaxEdgeWindow)
 		}
 	}
 	if r.Spread != "" {
@@ -466,7 +503,7 @@ func (v *validator) phase(r *rawPhase, field string, i int, t Target) Phase {
 	}
 	if p.Kind == EdgeBurst {
 		if r.Window != "" {
-			p.Window = v.duration(field+".window", r.Window, true)
+			p.Window = v.duration(field+".window", r.Window, true) // at most MaxEdgeWindow, below
 		} else {
 			for _, rw := range p.Routes {
 				for _, rt := range t.Routes {
@@ -487,7 +524,7 @@ func (v *validator) phase(r *rawPhase, field string, i int, t Target) Phase {
 		if p.Window > MaxEdgeWindow {
 			v.fail(field+".window", "%v is longer than %v; the run would wait up to a window for the edge", p.Window, MaxEdgeWindow)
 		}
-		if p.Window > 0 && p.Offset+p.Spread >= p.Window {
+		if p.Window > 0 && (p.Offset >= p.Window || p.Spread >= p.Window-p.Offset) { // offset+spread < window, without overflow
 			v.fail(field+".offset", "offset %v plus spread %v must be shorter than the window %v, so that each half stays within one window", p.Offset, p.Spread, p.Window)
 		}
 	}
@@ -559,15 +596,15 @@ func (v *validator) checks(r *rawChecks, t Target) Checks {
 	c := Checks{Headers: r.Headers == nil || *r.Headers, LoadDelivered: DefaultLoadDelivered}
 	if r.Budget != nil {
 		c.MaxExcess = r.Budget.MaxExcess
-		if c.MaxExcess < 0 {
-			v.fail("checks.budget.max_excess", "%d must not be negative", c.MaxExcess)
+		if c.MaxExcess < 0 || c.MaxExcess > MaxExcessUnits {
+			v.fail("checks.budget.max_excess", "%d: want 0 to %d units", c.MaxExcess, int64(MaxExcessUnits))
 		}
 	}
 	if r.FalseRejections != nil {
 		switch mr := r.FalseRejections.MaxRate; {
 		case mr == nil:
 			v.fail("checks.false_rejections.max_rate", "missing; give the largest tolerated rate, such as 0.01")
-		case *mr < 0 || *mr > 1:
+		case !(*mr >= 0 && *mr <= 1):
 			v.fail("checks.false_rejections.max_rate", "%v: want a fraction from 0 to 1", *mr)
 		default:
 			c.FalseRejections = &FalseRejections{MaxRate: *mr}
@@ -598,7 +635,7 @@ func (v *validator) checks(r *rawChecks, t Target) Checks {
 			dst  *time.Duration
 		}{{"p50", o.P50, &c.Overhead.P50}, {"p99", o.P99, &c.Overhead.P99}, {"p999", o.P999, &c.Overhead.P999}} {
 			if q.raw != "" {
-				*q.dst = v.duration("checks.overhead."+q.name, q.raw, true)
+				*q.dst = v.durationMax("checks.overhead."+q.name, q.raw, true, MaxLatencyBound)
 			}
 		}
 		if o.P50 == "" && o.P99 == "" && o.P999 == "" {
@@ -606,15 +643,15 @@ func (v *validator) checks(r *rawChecks, t Target) Checks {
 		}
 	}
 	if r.MaxLatency != "" {
-		c.MaxLatency = v.duration("checks.max_latency", r.MaxLatency, true)
+		c.MaxLatency = v.durationMax("checks.max_latency", r.MaxLatency, true, MaxLatencyBound)
 	}
 	if f := r.Faults; f != nil {
 		c.Faults = &FaultChecks{Slack: DefaultFaultSlack, Recovery: DefaultRecovery}
 		if f.Slack != "" {
-			c.Faults.Slack = v.duration("checks.faults.slack", f.Slack, false)
+			c.Faults.Slack = v.durationMax("checks.faults.slack", f.Slack, false, MaxFaultTime)
 		}
 		if f.Recovery != "" {
-			c.Faults.Recovery = v.duration("checks.faults.recovery", f.Recovery, false)
+			c.Faults.Recovery = v.durationMax("checks.faults.recovery", f.Recovery, false, MaxFaultTime)
 		}
 	}
 	if r.LoadDelivered != nil {
@@ -634,6 +671,16 @@ func (v *validator) duration(field, s string, positive bool) time.Duration {
 		v.fail(field, "%q is not a duration; use Go syntax such as 250ms, 5s or 1m30s", s)
 	case d < 0 || (positive && d == 0):
 		v.fail(field, "%v must be positive", d)
+	}
+	return d
+}
+
+// durationMax parses a duration as duration does and demands it be at
+// most limit.
+func (v *validator) durationMax(field, s string, positive bool, limit time.Duration) time.Duration {
+	d := v.duration(field, s, positive)
+	if d > limit {
+		v.fail(field, "%v is longer than the %v it may be", d, limit)
 	}
 	return d
 }

@@ -52,7 +52,7 @@ func (v *validator) faults(raw []rawFault, t Target, red Redis, traffic time.Dur
 		case f.Kind == FaultRedisLatency && r.Latency == "":
 			v.fail(field+".latency", "missing; give the delay to add, such as 200ms")
 		case f.Kind == FaultRedisLatency:
-			f.Latency = v.duration(field+".latency", r.Latency, true)
+			f.Latency = v.durationMax(field+".latency", r.Latency, true, MaxFaultTime)
 		case r.Latency != "":
 			v.fail(field+".latency", "only redis_latency takes a latency")
 		}

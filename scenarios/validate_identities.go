@@ -100,7 +100,7 @@ func (v *validator) distribution(r *rawIdentities, id *Identities) {
 		switch {
 		case r.Share == nil:
 			v.fail("identities.share", "missing; a hot distribution needs the hot identity's share, such as 0.8")
-		case *r.Share <= 0 || *r.Share >= 1:
+		case !(*r.Share > 0 && *r.Share < 1):
 			v.fail("identities.share", "%v: want a fraction strictly between 0 and 1", *r.Share)
 		case id.Count < 2:
 			v.fail("identities.count", "%d: a hot distribution needs at least 2 identities", id.Count)

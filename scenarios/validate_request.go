@@ -6,7 +6,9 @@ import (
 	"net/textproto"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -26,6 +28,85 @@ var reservedHeaders = []string{
 	"Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Te", "Trailer", "Upgrade",
 	"X-Rlbench-Request", // traffic.RequestIDHeader: joins a request with its result
 	"X-Vegeta-Seq",      // the load generator numbers its hits with it
+}
+
+// startedPath is a route path the targets rlbench starts serve: the sample
+// API's extra routes (and the peers' locations) take letters, digits and
+// . _ ~ - / only.
+var startedPath = regexp.MustCompile(`^/[A-Za-z0-9._~/-]*$`)
+
+// sampleAPIRoutes are the method and path pairs the sample API serves
+// itself; a route of its instances cannot take one.
+var sampleAPIRoutes = []string{
+	"GET /v1/limits", "HEAD /v1/limits", "GET /healthz", "HEAD /healthz", "GET /metrics", "HEAD /metrics",
+	"GET /v1/data", "GET /baseline/v1/data", "GET /v1/search", "GET /baseline/v1/search",
+	"POST /v1/reports/export", "POST /baseline/v1/reports/export",
+}
+
+// routePath validates a route path that starts with / and holds no query
+// string or fragment: at most MaxPathLength bytes, no space or control
+// character, a URL path that reads back as written (so that the request
+// goes to the path the scenario names). On a target rlbench starts
+// (started), the path must also be one the server takes as written: the
+// characters startedPath allows, in clean form (no //, /./ or /../, which
+// Go's router answers with a redirect), and, on the sample API (sampleAPI),
+// not one of its own routes.
+func (v *validator) routePath(field, p, method string, started, sampleAPI bool) {
+	clean := path.Clean(p)
+	if strings.HasSuffix(p, "/") && clean != "/" {
+		clean += "/"
+	}
+	u, err := url.Parse(p)
+	switch {
+	case len(p) > MaxPathLength:
+		v.fail(field, "%d bytes long; a route path may have at most %d", len(p), MaxPathLength)
+	case started && !startedPath.MatchString(p):
+		v.fail(field, "%q: the targets rlbench starts take paths of letters, digits and . _ ~ - / only, as in /api/my-items", p)
+	case strings.ContainsFunc(p, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		v.fail(field, "%q holds a space or control character; percent-encode it, as in /search%%20results", p)
+	case err != nil || u.Scheme != "" || u.Host != "" || u.EscapedPath() != p:
+		v.fail(field, "%q is not a URL path as written; percent-encode characters outside letters, digits and -._~!$&'()*+,;=:@/, and start with a single /", p)
+	case started && clean != p:
+		v.fail(field, "%q is not in clean form; write %s (a server redirects //, /./ and /../ instead of answering)", p, clean)
+	case sampleAPI && started && slices.Contains(sampleAPIRoutes, method+" "+p):
+		v.fail(field, "%s %s is a route of the sample API itself; choose another path, such as /api%s", method, p, p)
+	}
+}
+
+// runsSampleAPI reports whether the instances of r, if any, are the sample
+// API: without a peer, or with redis_rate, which runs in the sample API.
+func runsSampleAPI(r *rawTarget) bool {
+	return r.Peer == "" || Peer(r.Peer) == PeerRedisRate
+}
+
+// routerConflicts reports a pair of routes the sample API's router (Go's
+// http.ServeMux) refuses to hold together: a HEAD route on a path ending in
+// / (which takes every path below it) and a GET route, the scenario's or
+// the sample API's own, on a path below it. HEAD matches fewer methods and
+// GET a narrower path, so neither pattern is more specific than the other.
+func (v *validator) routerConflicts(routes []Route) {
+	var gets []string
+	for _, own := range sampleAPIRoutes {
+		if p, ok := strings.CutPrefix(own, "GET "); ok {
+			gets = append(gets, p)
+		}
+	}
+	for _, rt := range routes {
+		if rt.Method == "GET" {
+			gets = append(gets, rt.Path)
+		}
+	}
+	for i, rt := range routes {
+		if rt.Method != "HEAD" || !strings.HasSuffix(rt.Path, "/") {
+			continue
+		}
+		for _, g := range gets {
+			if g != rt.Path && strings.HasPrefix(g, rt.Path) {
+				v.fail(fmt.Sprintf("target.routes[%d].path", i), "HEAD %s takes every path below it, GET %s among them, and the sample API's router cannot tell which of the two a HEAD request for %s is for; give the HEAD route a path without the trailing /", rt.Path, g, g)
+				return
+			}
+		}
+	}
 }
 
 // request validates a route's request fields: query string, headers and

@@ -59,7 +59,8 @@ func (f *checkFlags) flagSet() *flag.FlagSet {
 		"repeat for a multi-limit policy (default the policies in the history's header)")
 	fs.Var(&f.routes, "route", "apply the --policy limits to `ROUTE` (a trailing * matches a prefix); repeat for "+
 		"several routes, which then share the limits' budgets (default all routes)")
-	fs.Float64Var(&f.tolerance, "tolerance", 0, "allow approximate algorithms a slack of `FRACTION` of each limit's capacity")
+	floatVar(fs, &f.tolerance, "tolerance", 0, 0, 1, "a fraction from 0 to 1, as in 0.05",
+		"allow approximate algorithms a slack of `FRACTION` (0 to 1) of each limit's capacity")
 	fs.StringVar(&f.format, "format", "rlbench", "read the history as `FORMAT`: rlbench or vegeta")
 	fs.StringVar(&f.keyHeader, "key-header", "", "vegeta: read the key from the response header `NAME` (default the request URL)")
 	fs.StringVar(&f.instHdr, "instance-header", "", "vegeta: read the instance from the response header `NAME`")
@@ -112,8 +113,11 @@ func (c *checkCommand) Run(_ context.Context, args []string) error {
 	if cost < 1 {
 		return usagef("--cost %d: want a whole number >= 1", cost)
 	}
+	if uncertainty < 0 {
+		return usagef("--clock-uncertainty %v: want 0 or more, as in 2ms", uncertainty)
+	}
 	if resolution < 0 {
-		return usagef("--resolution %v: want a positive duration such as 1ms", resolution)
+		return usagef("--resolution %v: want 0 or more, as in 1ms", resolution)
 	}
 	p := checker.Policy{Resolution: resolution, ClockUncertainty: uncertainty, TrustDecisionTime: trustDecision}
 	fs.Visit(func(f *flag.Flag) {

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 )
 
@@ -16,6 +18,51 @@ type listFlag []string
 
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+// floatFlag is a float64 flag that takes only finite numbers within
+// [min, max]: NaN and the infinities, which strconv.ParseFloat (and so
+// flag.Float64Var) accepts, would turn every comparison against them false
+// and every bound they set into no bound at all. Every float flag of every
+// subcommand is one (floatVar).
+type floatFlag struct {
+	p        *float64
+	min, max float64
+	// want says what the flag takes, as in "a fraction from 0 to 1".
+	want string
+}
+
+// floatVar defines a float64 flag on fs, as fs.Float64Var does, that
+// refuses NaN, the infinities and values outside [min, max] with an error
+// saying want.
+func floatVar(fs *flag.FlagSet, p *float64, name string, value, min, max float64, want, usage string) {
+	*p = value
+	fs.Var(&floatFlag{p: p, min: min, max: max, want: want}, name, usage)
+}
+
+func (f *floatFlag) String() string {
+	if f == nil || f.p == nil {
+		return "0"
+	}
+	return strconv.FormatFloat(*f.p, 'g', -1, 64)
+}
+
+// Set parses s. Errors say why and what the flag takes.
+func (f *floatFlag) Set(s string) error {
+	x, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	switch {
+	case err != nil && !errors.Is(err, strconv.ErrRange):
+		return fmt.Errorf("not a number; want %s", f.want)
+	case err != nil || math.IsNaN(x) || math.IsInf(x, 0):
+		return fmt.Errorf("not a finite number; want %s", f.want)
+	case x < f.min || x > f.max:
+		return fmt.Errorf("out of range; want %s", f.want)
+	}
+	*f.p = x
+	return nil
+}
+
+// Get returns the flag's value, a float64 (flag.Getter).
+func (f *floatFlag) Get() any { return *f.p }
 
 // parseArgs parses args with fs, flags accepted before and after the
 // positional arguments (see flagsFirst). It returns flag.ErrHelp for -h or

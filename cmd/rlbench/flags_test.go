@@ -3,29 +3,141 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
 )
 
+// subcommandFlagSets builds each subcommand's flag set.
+var subcommandFlagSets = map[string]func() *flag.FlagSet{
+	"run":      new(runFlags).flagSet,
+	"check":    new(checkFlags).flagSet,
+	"validate": new(validateCommand).flagSet,
+	"report":   new(reportFlags).flagSet,
+	"mutate":   new(mutateFlags).flagSet,
+	"serve":    new(serveFlags).flagSet,
+	"list":     new(listCommand).flagSet,
+	"doctor":   new(doctorFlags).flagSet,
+	"version":  new(versionCommand).flagSet,
+}
+
+// TestFlagsRefuseNonFiniteNumbers: every float flag of every subcommand
+// refuses NaN, the infinities and a number beyond float64's range (which
+// strconv.ParseFloat, and so flag.Float64Var, would take): a NaN bound
+// compares false with everything and bounds nothing.
+func TestFlagsRefuseNonFiniteNumbers(t *testing.T) {
+	for name := range commands {
+		if _, ok := subcommandFlagSets[name]; !ok {
+			t.Errorf("subcommand %s has no entry in subcommandFlagSets", name)
+		}
+	}
+	floats := 0
+	for cmd, flagSet := range subcommandFlagSets {
+		flagSet().VisitAll(func(f *flag.Flag) {
+			g, ok := f.Value.(flag.Getter)
+			if !ok {
+				return
+			}
+			if _, isFloat := g.Get().(float64); !isFloat {
+				return
+			}
+			floats++
+			if _, ok := f.Value.(*floatFlag); !ok {
+				t.Errorf("%s --%s is a %T; define float flags with floatVar", cmd, f.Name, f.Value)
+			}
+			for _, bad := range []string{"NaN", "nan", "+Inf", "-Inf", "infinity", "1e400", "-1e400"} {
+				if err := f.Value.Set(bad); err == nil {
+					t.Errorf("%s --%s %s accepted, now %s", cmd, f.Name, bad, f.Value)
+				}
+			}
+		})
+	}
+	if floats == 0 {
+		t.Fatal("no float flag found; the test looks at nothing")
+	}
+}
+
+// TestFloatFlag: a floatFlag takes finite numbers within its range and
+// says what it takes otherwise.
+func TestFloatFlag(t *testing.T) {
+	tests := []struct {
+		in   string
+		want float64
+		err  string
+	}{
+		{"0.05", 0.05, ""},
+		{" 1 ", 1, ""},
+		{"0", 0, ""},
+		{"1e-3", 0.001, ""},
+		{"NaN", 0.5, "not a finite number; want a fraction from 0 to 1"},
+		{"-Inf", 0.5, "not a finite number; want a fraction from 0 to 1"},
+		{"1e309", 0.5, "not a finite number; want a fraction from 0 to 1"},
+		{"-0.5", 0.5, "out of range; want a fraction from 0 to 1"},
+		{"1.01", 0.5, "out of range; want a fraction from 0 to 1"},
+		{"half", 0.5, "not a number; want a fraction from 0 to 1"},
+		{"", 0.5, "not a number; want a fraction from 0 to 1"},
+	}
+	for _, tt := range tests {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		var got float64
+		floatVar(fs, &got, "f", 0.5, 0, 1, "a fraction from 0 to 1", "a `FRACTION`")
+		err := fs.Lookup("f").Value.Set(tt.in)
+		if (err == nil) != (tt.err == "") || (err != nil && err.Error() != tt.err) {
+			t.Errorf("Set(%q) error = %v, want %q", tt.in, err, tt.err)
+		}
+		if got != tt.want {
+			t.Errorf("Set(%q): value = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestCheckRefusesBadNumberFlags: `rlbench check` refuses a NaN or
+// out-of-range tolerance and negative clock bounds with exit 2, naming the
+// flag and what it takes, before reading any history.
+func TestCheckRefusesBadNumberFlags(t *testing.T) {
+	history := filepath.Join("testdata", "check", "pass.jsonl.gz")
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tolerance", "NaN"}, `invalid value "NaN" for flag -tolerance: not a finite number; want a fraction from 0 to 1, as in 0.05`},
+		{[]string{"--tolerance=+Inf"}, `invalid value "+Inf" for flag -tolerance: not a finite number`},
+		{[]string{"--tolerance", "1.5"}, `invalid value "1.5" for flag -tolerance: out of range; want a fraction from 0 to 1`},
+		{[]string{"--clock-uncertainty", "-2ms"}, "--clock-uncertainty -2ms: want 0 or more, as in 2ms"},
+		{[]string{"--resolution", "-1ms"}, "--resolution -1ms: want 0 or more, as in 1ms"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			prev := commands["check"]
+			commands["check"] = func() command { return &checkCommand{stdout: &out} }
+			defer func() { commands["check"] = prev }()
+			args := append(append([]string{"check", "--policy", "gcra:5/1s,burst=5"}, tt.args...), history)
+			if code := run(context.Background(), args, &errOut); code != exitInvalid {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitInvalid, out.String(), errOut.String())
+			}
+			if !strings.Contains(errOut.String(), tt.want) {
+				t.Fatalf("stderr lacks %q:\n%s", tt.want, errOut.String())
+			}
+			if out.Len() > 0 {
+				t.Fatalf("a refused flag printed a verdict:\n%s", out.String())
+			}
+		})
+	}
+}
+
 // TestFlagsAfterArguments: every subcommand accepts its flags before and
 // after its positional arguments, in both spellings, with bool flags taking
 // no value and "--" ending the flags.
 func TestFlagsAfterArguments(t *testing.T) {
-	flagSets := map[string]func() *flag.FlagSet{
-		"run":      new(runFlags).flagSet,
-		"check":    new(checkFlags).flagSet,
-		"validate": new(validateCommand).flagSet,
-		"report":   new(reportFlags).flagSet,
-		"mutate":   new(mutateFlags).flagSet,
-		"serve":    new(serveFlags).flagSet,
-		"list":     new(listCommand).flagSet,
-	}
+	flagSets := subcommandFlagSets
 	tests := []struct {
 		cmd   string
 		args  []string
@@ -45,8 +157,8 @@ func TestFlagsAfterArguments(t *testing.T) {
 			flags: map[string]string{"trust-decision-time": "true", "policy": "gcra:5/1s"}, rest: []string{"h.jsonl.gz"}},
 		{cmd: "check", args: []string{"--trust-decision-time", "h.jsonl.gz", "--cost=3", "-format", "vegeta"},
 			flags: map[string]string{"trust-decision-time": "true", "cost": "3", "format": "vegeta"}, rest: []string{"h.jsonl.gz"}},
-		{cmd: "check", args: []string{"h.jsonl.gz", "--trust-decision-time=false", "--tolerance", "-0.5"},
-			flags: map[string]string{"trust-decision-time": "false", "tolerance": "-0.5"}, rest: []string{"h.jsonl.gz"}},
+		{cmd: "check", args: []string{"h.jsonl.gz", "--trust-decision-time=false", "--clock-offset", "-3ms", "--tolerance", "0.05"},
+			flags: map[string]string{"trust-decision-time": "false", "clock-offset": "-3ms", "tolerance": "0.05"}, rest: []string{"h.jsonl.gz"}},
 		{cmd: "check", args: []string{"--", "-h.jsonl"}, rest: []string{"-h.jsonl"}},
 		{cmd: "check", args: []string{"-", "--summary", "s.json"}, flags: map[string]string{"summary": "s.json"}, rest: []string{"-"}},
 		{cmd: "validate", args: []string{"a.yaml", "b.yaml"}, rest: []string{"a.yaml", "b.yaml"}},

@@ -8,10 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/rlbench/rlbench/harness/mutation"
+	"github.com/rlbench/rlbench/harness/outdir"
 	"github.com/rlbench/rlbench/sampleapi/faulty"
 )
 
@@ -101,9 +101,11 @@ func (c *mutateCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(f.out, 0o755); err != nil {
-		return fmt.Errorf("output directory: %w", err)
+	lock, err := outdir.Acquire(f.out) // one run at a time writes into --out
+	if err != nil {
+		return err
 	}
+	defer lock.Release()
 	opts := mutation.Options{Out: f.out, Binary: f.binary, Version: Version(), Commit: Commit(), Progress: c.stderr}
 	if f.verbose {
 		opts.Log = c.stderr

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/harness/checker"
+	"github.com/rlbench/rlbench/harness/outdir"
 	"github.com/rlbench/rlbench/harness/peers"
 	"github.com/rlbench/rlbench/harness/progress"
 	"github.com/rlbench/rlbench/harness/runner"
@@ -129,9 +130,11 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 			return usagef("--claim %s: no scenario of this run has a limited route %s", route, route)
 		}
 	}
-	if err := os.MkdirAll(f.out, 0o755); err != nil {
-		return fmt.Errorf("output directory: %w", err)
+	lock, err := outdir.Acquire(f.out) // one run at a time writes into --out
+	if err != nil {
+		return err
 	}
+	defer lock.Release()
 	r := runner.New(runner.Options{
 		OutDir: f.out, Binary: f.binary, Provider: provider, RedisURL: f.redisURL, Claims: claimed, RunID: runID,
 		Progress: c.stderr, Log: c.stderr, Interactive: progress.Interactive(c.stderr),

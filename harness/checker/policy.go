@@ -164,7 +164,7 @@ func (p *Policy) validate() error {
 		if r.Cost < 0 {
 			return fmt.Errorf("%w: rule %d cost %d is negative", ErrInvalidPolicy, i, r.Cost)
 		}
-		if r.Tolerance < 0 || r.Tolerance > 1 {
+		if !(r.Tolerance >= 0 && r.Tolerance <= 1) { // NaN too
 			return fmt.Errorf("%w: rule %d tolerance %v is outside [0, 1]", ErrInvalidPolicy, i, r.Tolerance)
 		}
 		for _, l := range r.Limits {

@@ -7,9 +7,15 @@
 // no field for is an error naming the file, the line and the nearest valid
 // key (package nearest); a key given twice is an error; a value of the wrong
 // type is an error in the file's words ("cannot unmarshal !!str `three`
-// into a whole number"), not Go's. The Doc it returns remembers the line of
-// every field, so that validation after decoding reports its faults at the
-// right line too (Doc.Errorf).
+// into a whole number"), not Go's. Numbers are decoded strictly: a
+// fraction such as 10.9 where a whole number belongs is an error, not
+// truncated to 10, and NaN or an infinity (.nan, .inf, -.inf) is an error
+// wherever a number belongs. Aliases and merge keys (<<: *base) are
+// followed, so that a key they bring in is checked as if written in place,
+// and a document whose aliases expand to more than MaxValues values is
+// refused. The Doc it returns remembers the line of every field, so that
+// validation after decoding reports its faults at the right line too
+// (Doc.Errorf).
 //
 // Fields take their key from the yaml tag (",inline" and ",omitempty" are
 // honoured; "-" and untagged or unexported fields are not keys). A field
@@ -23,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"regexp"
 	"slices"
@@ -39,6 +46,12 @@ import (
 // ErrInvalid is matched by errors.Is for every *Error: the input at its
 // place is at fault, not the machine reading it.
 var ErrInvalid = errors.New("invalid input")
+
+// MaxValues is the most values (mappings, lists and scalars, counted each
+// time an alias or merge key brings them in again) a document may expand
+// to, so that a few lines of nested aliases (the "billion laughs") cannot
+// keep Decode busy for hours.
+const MaxValues = 250_000
 
 // ErrEmpty is the Err of the *Error Decode returns for a file that holds
 // no YAML document (empty, or only comments).
@@ -202,6 +215,8 @@ type walker struct {
 	doc   *Doc
 	types map[string]string // Go type name → the file's words, for yaml's messages
 	texts []textNode        // scalars decoded by UnmarshalText, in document order
+	// values counts the values walked, each alias expansion again.
+	values int
 }
 
 type textNode struct {
@@ -308,8 +323,11 @@ func (w *walker) walk(node *yaml.Node, t reflect.Type, path string) *Error {
 		t = t.Elem()
 	}
 	w.describe(t)
-	for node.Kind == yaml.AliasNode && node.Alias != nil {
-		node = node.Alias
+	if node.Kind == yaml.AliasNode && node.Alias != nil {
+		return broughtIn(w.walk(node.Alias, t, path), node, "*")
+	}
+	if w.values++; w.values > MaxValues {
+		return &Error{Line: node.Line, Field: path, Err: fmt.Errorf("the document expands to more than %d values through its aliases; write the values out or use fewer aliases", MaxValues)}
 	}
 	if isText(t) {
 		if node.Kind != yaml.ScalarNode {
@@ -317,6 +335,11 @@ func (w *walker) walk(node *yaml.Node, t reflect.Type, path string) *Error {
 		}
 		w.texts = append(w.texts, textNode{node, t, path})
 		return nil
+	}
+	if node.Kind == yaml.ScalarNode {
+		if err := checkNumber(node, t); err != nil {
+			return &Error{Line: node.Line, Field: path, Err: err}
+		}
 	}
 	switch t.Kind() {
 	case reflect.Struct:
@@ -332,7 +355,7 @@ func (w *walker) walk(node *yaml.Node, t reflect.Type, path string) *Error {
 		}
 		seen := map[string]bool{}
 		for i := 0; i+1 < len(node.Content); i += 2 {
-			k, v := node.Content[i], node.Content[i+1]
+			k, v := mapKey(node.Content[i]), node.Content[i+1]
 			if k.ShortTag() == "!!merge" { // <<: *anchor merges the anchor's keys
 				if err := w.merge(v, t, path); err != nil {
 					return err
@@ -366,7 +389,7 @@ func (w *walker) walk(node *yaml.Node, t reflect.Type, path string) *Error {
 		}
 		seen := map[string]bool{}
 		for i := 0; i+1 < len(node.Content); i += 2 {
-			k, v := node.Content[i], node.Content[i+1]
+			k, v := mapKey(node.Content[i]), node.Content[i+1]
 			fpath := joinPath(path, k.Value)
 			if seen[k.Value] {
 				return &Error{Line: k.Line, Field: fpath, Err: errors.New("key given twice")}
@@ -393,10 +416,68 @@ func (w *walker) walk(node *yaml.Node, t reflect.Type, path string) *Error {
 	return nil
 }
 
+// broughtIn says, on an error found in an anchored value, which alias
+// brought that value to the place where it is at fault: the anchor's own
+// line may be one where the value is fine. how is "*" for an alias and
+// "<<: *" for a merge key.
+func broughtIn(err *Error, alias *yaml.Node, how string) *Error {
+	if err != nil && err.Line != alias.Line {
+		err.Err = fmt.Errorf("%w (brought in by %s%s at line %d)", err.Err, how, alias.Value, alias.Line)
+	}
+	return err
+}
+
+// mapKey returns a mapping key as the decoder sees it: an alias used as a key
+// (*k: value) stands for the key its anchor marks, at the alias's line.
+func mapKey(k *yaml.Node) *yaml.Node {
+	if k.Kind != yaml.AliasNode || k.Alias == nil {
+		return k
+	}
+	r := k
+	for r.Kind == yaml.AliasNode && r.Alias != nil {
+		r = r.Alias
+	}
+	c := *r
+	c.Line, c.Column = k.Line, k.Column
+	return &c
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+// checkNumber refuses a scalar yaml would decode into a number of type t
+// with a loss: a fraction (10.9) or a non-finite value (.nan, .inf, -.inf)
+// where a whole number belongs, which yaml truncates (to 10, or to the
+// smallest int64 for -.inf), and a non-finite value where a number belongs.
+// Durations are yaml's own business: it refuses numbers for them.
+func checkNumber(node *yaml.Node, t reflect.Type) error {
+	if t == durationType || node.ShortTag() != "!!float" {
+		return nil // an !!int is exact; a string or a null is yaml's to refuse or zero
+	}
+	var f float64
+	if err := node.Decode(&f); err != nil {
+		return nil // yaml reports it with the type error
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		switch {
+		case math.IsNaN(f) || math.IsInf(f, 0):
+			return fmt.Errorf("%s: want a whole number, not NaN or an infinity", node.Value)
+		case f != math.Trunc(f):
+			return fmt.Errorf("%s: want a whole number, not a fraction; write %v or %v", node.Value, math.Floor(f), math.Ceil(f))
+		}
+	case reflect.Float32, reflect.Float64:
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("%s: want a finite number, not NaN or an infinity", node.Value)
+		}
+	}
+	return nil
+}
+
 // merge walks the mapping (or list of mappings) a merge key brings in.
 func (w *walker) merge(v *yaml.Node, t reflect.Type, path string) *Error {
-	for v.Kind == yaml.AliasNode && v.Alias != nil {
-		v = v.Alias
+	if v.Kind == yaml.AliasNode && v.Alias != nil {
+		return broughtIn(w.merge(v.Alias, t, path), v, "<<: *")
 	}
 	if v.Kind == yaml.SequenceNode {
 		for _, item := range v.Content {

@@ -2,7 +2,9 @@ package yamlstrict
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,6 +68,23 @@ func TestDecodeErrors(t *testing.T) {
 		{"two documents", "name: a\n---\nname: b\n", "f.yaml:2: more than one YAML document; the file holds one"},
 		{"not a mapping", "- a\n- b\n", "f.yaml:1: want a mapping of keys such as name, count, shadow, timeout"},
 		{"unknown key in a merged anchor", "keys:\n  - &base {name: a, rte: 1}\n  - <<: *base\n", `f.yaml:2: keys[0].rte: unknown key "rte"; did you mean "rate"?`},
+		// An anchor valid where it is written is checked again where an
+		// alias or merge key uses it: the keys it brings must fit there too.
+		{"alias brings a key the target lacks", "keys:\n  - &k {name: a, rate: 1}\noptional: *k\n", `f.yaml:2: optional.name: unknown key "name"; did you mean "rate"? (brought in by *k at line 3)`},
+		{"merge brings a key the target lacks", "extra:\n  - &r {path: /a}\noptional:\n  <<: *r\n  rate: 1\n", `f.yaml:2: optional.path: unknown key "path"; did you mean "rate"? (brought in by <<: *r at line 4)`},
+		{"merge list with a misspelled key", "keys:\n  - &a {rate: 1}\n  - &b {bursst: 2}\n", `f.yaml:3: keys[1].bursst: unknown key "bursst"; did you mean "burst"?`},
+		{"merge of a list of anchors", "extra:\n  - &a {path: /a}\nkeys:\n  - <<: [*a]\n    rate: 1\n", `f.yaml:2: keys[0].path: unknown key "path"; did you mean "rate"? (brought in by <<: *a at line 4)`},
+		{"nested merge", "keys:\n  - &a {rate: 1}\nextra:\n  - &b {<<: *a, path: /b}\n", `f.yaml:2: extra[0].rate: unknown key "rate"; did you mean "path"? (brought in by <<: *a at line 4)`},
+		{"alias as a key stands for its anchor", "keys:\n  - {&k name: a}\nextra:\n  - {*k : b}\n", `f.yaml:4: extra[0].name: unknown key "name"; valid keys are path, limits`},
+		{"alias key given twice", "keys:\n  - {&k name: a, *k : b}\n", `f.yaml:2: keys[0].name: key given twice`},
+		{"fraction into a whole number", "count: 10.9\n", `f.yaml:1: count: 10.9: want a whole number, not a fraction; write 10 or 11`},
+		{"negative fraction", "keys:\n  - {burst: -0.5}\n", `f.yaml:2: keys[0].burst: -0.5: want a whole number, not a fraction; write -1 or -0`},
+		{"minus infinity into a whole number", "count: -.inf\n", `f.yaml:1: count: -.inf: want a whole number, not NaN or an infinity`},
+		{"NaN into a whole number", "count: .NaN\n", `f.yaml:1: count: .NaN: want a whole number, not NaN or an infinity`},
+		{"NaN into a number", "keys:\n  - {rate: .nan}\n", `f.yaml:2: keys[0].rate: .nan: want a finite number, not NaN or an infinity`},
+		{"infinity into a number", "optional: {rate: .inf}\n", `f.yaml:1: optional.rate: .inf: want a finite number, not NaN or an infinity`},
+		{"NaN through an alias", "keys:\n  - {name: &n .nan}\ncount: *n\n", `f.yaml:2: count: .nan: want a whole number, not NaN or an infinity (brought in by *n at line 3)`},
+		{"NaN through a merge", "keys:\n  - &a {name: x}\n  - <<: &b {rate: -.Inf}\n", `f.yaml:3: keys[1].rate: -.Inf: want a finite number, not NaN or an infinity`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,6 +104,60 @@ func TestDecodeErrors(t *testing.T) {
 				t.Fatal("errors.Is(err, ErrInvalid) = false")
 			}
 		})
+	}
+}
+
+// TestDecodeNumbers: whole numbers written as floats without a fraction
+// are whole numbers; ordinary numbers decode as written.
+func TestDecodeNumbers(t *testing.T) {
+	var c config
+	if _, err := Decode("f.yaml", []byte("count: 1e3\nkeys:\n  - {rate: 2.5, burst: 10.0}\n  - {rate: -1e-3, burst: 0x10}\n"), &c); err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"Count", c.Count, 1000},
+		{"Keys[0].Rate", c.Keys[0].Rate, 2.5},
+		{"Keys[0].Burst", c.Keys[0].Burst, int64(10)},
+		{"Keys[1].Rate", c.Keys[1].Rate, -1e-3},
+		{"Keys[1].Burst", c.Keys[1].Burst, int64(16)},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+// TestDecodeRefusesAliasBombs: merge keys nested ten deep, each bringing
+// in the level below ten times (the "billion laughs"), expand to 10^9
+// mappings; Decode refuses them at once instead of walking them all.
+func TestDecodeRefusesAliasBombs(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("keys:\n  - &a0 {name: x}\n")
+	for i := 1; i < 10; i++ {
+		fmt.Fprintf(&b, "  - &a%d\n    <<: [", i)
+		for j := range 10 {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "*a%d", i-1)
+		}
+		b.WriteString("]\n")
+	}
+	start := time.Now()
+	var c config
+	_, err := Decode("f.yaml", []byte(b.String()), &c)
+	if err == nil {
+		t.Fatal("Decode accepted a billion laughs")
+	}
+	if got, want := err.Error(), "through its aliases"; !strings.Contains(got, want) || !errors.Is(err, ErrInvalid) {
+		t.Fatalf("error = %v, want an *Error saying the document expands too far through its aliases", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Decode took %v to refuse it", d)
 	}
 }
 
