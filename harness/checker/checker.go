@@ -120,8 +120,11 @@ const maxExamples = 10
 // explain. A request's decision time is unknown within [sent, received];
 // the limiter's clock may resolve time only to Policy.Resolution; requests
 // with an unknown outcome are admitted or not, whichever keeps a check sound.
-// The false-rejection and Retry-After upper-bound checks assume every key
-// started the history with a full budget.
+// Unless Policy.FreshKeys (or the header's identities_fresh) is false, the
+// false-rejection check, the Retry-After upper bound and the RateLimit
+// remaining lower bound assume every key started the history with a full
+// budget; when it is false they judge a key only once its state is
+// provably known (Policy.FreshKeys).
 //
 // Time is O(n log n) in the number of records. Memory is about 140 bytes a
 // record (per-record maps none; keys, routes and instances interned), with a
@@ -141,6 +144,9 @@ func Check(src history.Source, p Policy) (*Report, error) {
 	}
 	if p.Resolution == 0 {
 		p.Resolution = DefaultResolution
+	}
+	if p.FreshKeys == nil {
+		p.FreshKeys = hdr.IdentitiesFresh
 	}
 	c := clockOf(hdr, p)
 	narrow := narrowing{on: p.TrustDecisionTime && c.known, clock: c, res: int64(p.Resolution)}

@@ -102,17 +102,20 @@ func (m *queueModel) queueDelay(c *limitCheck, g []int32, acc *queueAcc) {
 // a + T·U(a) over candidate times a <= its latest decision, U(a) the cost of
 // the requests that may have come before it (sent <= its latest decision)
 // and been charged at or after a (received >= a). A sweep by received time
-// over a segment tree of candidate a.
+// over a segment tree of candidate a. Before the key's state is known
+// (judgedFrom) the queue may hold what came before the history, and no
+// slot is bounded.
 func (m *queueModel) lateAnswers(c *limitCheck, g []int32, acc *queueAcc) {
 	reqs, sc := c.r.d.reqs, &c.r.sc
 	res := c.r.res
+	from := c.judgedFrom(g) // before it the queue may hold what came before the history
 	P, R := sc.c[:0], sc.d[:0]
 	for _, i := range g {
 		q := &reqs[i]
 		if mayBeCharged(q, true) {
 			P = append(P, i)
 		}
-		if q.outcome == history.Admitted && q.answered > q.recv {
+		if q.outcome == history.Admitted && q.answered > q.recv && q.sent >= from {
 			R = append(R, i)
 		}
 	}
