@@ -444,14 +444,14 @@ func (r *run) checkLimit(lim Limit, tol float64, idx []int32) []Result {
 	case worstKnown.over:
 		res.Verdict = Fail
 		res.Observed, res.Bound, res.Proof = float64(worstKnown.observed), worstKnown.bound, r.proof(worstKnown)
-		res.Explanation = fmt.Sprintf("key %q: %d units admitted %s, where %s allows %s", res.Proof.Key, worstKnown.observed, span(worstKnown), lim, fmtNum(worstKnown.bound))
+		res.Explanation = fmt.Sprintf("key %q: %s admitted %s, where %s allows %s", res.Proof.Key, Count(int(worstKnown.observed), "units"), span(worstKnown), lim, fmtNum(worstKnown.bound))
 	case unknownDecides:
 		res.Verdict = Unknown
 		res.Observed, res.Bound, res.Proof = float64(worstAll.observed), worstAll.bound, r.proof(worstAll)
-		res.Explanation = fmt.Sprintf("key %q: %d units %s if the requests of unknown outcome were admitted, where %s allows %s", res.Proof.Key, worstAll.observed, span(worstAll), lim, fmtNum(worstAll.bound))
+		res.Explanation = fmt.Sprintf("key %q: %s %s if the requests of unknown outcome were admitted, where %s allows %s", res.Proof.Key, Count(int(worstAll.observed), "units"), span(worstAll), lim, fmtNum(worstAll.bound))
 	default:
 		res.Observed, res.Bound, res.Proof = float64(worstKnown.observed), worstKnown.bound, r.proof(worstKnown)
-		res.Explanation = fmt.Sprintf("tightest: key %q, %d units %s of %s allowed", res.Proof.Key, worstKnown.observed, span(worstKnown), fmtNum(worstKnown.bound))
+		res.Explanation = fmt.Sprintf("tightest: key %q, %s %s of %s allowed", res.Proof.Key, Count(int(worstKnown.observed), "units"), span(worstKnown), fmtNum(worstKnown.bound))
 	}
 	return append([]Result{res}, extra...)
 }
@@ -481,7 +481,7 @@ func (c *limitCheck) ratioResult(f finding) []Result {
 	if f.observed > 2*c.lim.Capacity() {
 		res.Verdict = Fail
 	}
-	res.Explanation = fmt.Sprintf("key %q: %d units within %s, a window of %s", res.Proof.Key, f.observed, time.Duration(f.to-f.from), c.lim.Period)
+	res.Explanation = fmt.Sprintf("key %q: %s within %s, a window of %s", res.Proof.Key, Count(int(f.observed), "units"), time.Duration(f.to-f.from), c.lim.Period)
 	return []Result{res}
 }
 

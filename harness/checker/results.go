@@ -74,12 +74,12 @@ func (r *run) falseRejections() []Result {
 		switch {
 		case len(proven) > 0:
 			res.Verdict, res.Observed, res.Proof = Fail, float64(len(proven)), r.examples(proven)
-			res.Explanation = fmt.Sprintf("%d of %d rejections (%s) had room under every timing; first: request %d", len(proven), rejected, rate(len(proven)), res.Proof.RequestIDs[0])
+			res.Explanation = fmt.Sprintf("%d of %s (%s) had room under every timing; first: request %d", len(proven), Count(rejected, "rejections"), rate(len(proven)), res.Proof.RequestIDs[0])
 		case len(ifUnknown) > 0:
 			res.Verdict, res.Observed, res.Proof = Unknown, float64(len(ifUnknown)), r.examples(ifUnknown)
-			res.Explanation = fmt.Sprintf("%d of %d rejections (%s) had room unless requests of unknown outcome were admitted", len(ifUnknown), rejected, rate(len(ifUnknown)))
+			res.Explanation = fmt.Sprintf("%d of %s (%s) had room unless requests of unknown outcome were admitted", len(ifUnknown), Count(rejected, "rejections"), rate(len(ifUnknown)))
 		default:
-			res.Explanation = fmt.Sprintf("none of %d rejections provably had room", rejected)
+			res.Explanation = fmt.Sprintf("none of %s provably had room", Count(rejected, "rejections"))
 		}
 		out = append(out, res)
 	}
@@ -136,12 +136,12 @@ func (r *run) retryAfter() Result {
 	switch {
 	case len(bad) > 0:
 		res.Verdict, res.Observed, res.Proof = Fail, float64(len(bad)), r.examples(bad)
-		res.Explanation = fmt.Sprintf("%d of %d rejections; %s", len(bad), total, first)
+		res.Explanation = fmt.Sprintf("%d of %s; %s", len(bad), Count(total, "rejections"), first)
 	case len(doubtful) > 0:
 		res.Verdict, res.Observed, res.Proof = Unknown, float64(len(doubtful)), r.examples(doubtful)
-		res.Explanation = fmt.Sprintf("%d of %d rejections; %s", len(doubtful), total, firstDoubt)
+		res.Explanation = fmt.Sprintf("%d of %s; %s", len(doubtful), Count(total, "rejections"), firstDoubt)
 	default:
-		res.Explanation = fmt.Sprintf("all %d rejections carry an honest Retry-After", total)
+		res.Explanation = fmt.Sprintf("%s, each with an honest Retry-After", Count(total, "rejections"))
 	}
 	return res
 }
@@ -238,11 +238,11 @@ func (r *run) rateLimitFields() Result {
 	switch {
 	case len(bad) > 0:
 		res.Verdict, res.Proof = Fail, r.examples(bad)
-		res.Explanation = fmt.Sprintf("%d of %d responses with RateLimit fields; %s", len(bad), seen, first)
+		res.Explanation = fmt.Sprintf("%d of %s with RateLimit fields; %s", len(bad), Count(seen, "responses"), first)
 	case seen == 0:
 		res.Explanation = "no response carried RateLimit fields"
 	default:
-		res.Explanation = fmt.Sprintf("all %d responses with RateLimit fields agree with the model", seen)
+		res.Explanation = fmt.Sprintf("%s with RateLimit fields, each as the model allows", Count(seen, "responses"))
 	}
 	return res
 }
@@ -410,14 +410,14 @@ func (r *run) headerStyle() Result {
 	switch {
 	case len(bad) > 0:
 		res.Verdict, res.Proof = Fail, r.examples(bad)
-		res.Explanation = fmt.Sprintf("%d responses with inconsistent fields; %s", len(bad), first)
+		res.Explanation = fmt.Sprintf("%s with inconsistent fields; %s", Count(len(bad), "responses"), first)
 	case mixed > 0:
 		res.Verdict = Fail
-		res.Explanation = fmt.Sprintf("%d of %d responses use another family of fields than the rest (%s)", mixed, styled, styleNames(dominant))
+		res.Explanation = fmt.Sprintf("%d of %s with another family of fields than the rest (%s)", mixed, Count(styled, "responses"), styleNames(dominant))
 	case styled == 0:
 		res.Explanation = "no rate-limit fields seen"
 	default:
-		res.Explanation = fmt.Sprintf("%d responses, all %s", styled, styleNames(dominant))
+		res.Explanation = fmt.Sprintf("%s, each with %s", Count(styled, "responses"), styleNames(dominant))
 	}
 	return res
 }
@@ -458,7 +458,7 @@ func (r *run) status(rep *Report) Result {
 	}
 	bad := slices.Concat(unanswered, server, refused)
 	res.Observed = float64(len(bad))
-	tail := fmt.Sprintf("%d transport errors, %d requests of unknown outcome", rep.TransportErrors, rep.Unknown)
+	tail := Count(rep.TransportErrors, "transport errors") + ", " + Count(rep.Unknown, "requests of unknown outcome")
 	if len(bad) == 0 {
 		res.Explanation = "every request answered, no unexpected 4xx or 5xx; " + tail
 		return res
@@ -466,13 +466,13 @@ func (r *run) status(rep *Report) Result {
 	res.Verdict, res.Proof = Fail, r.examples(bad)
 	var parts []string
 	if n := len(unanswered); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d requests got no answer (first: request %d) outside any declared fault: the target is down or hangs", n, r.d.reqs[unanswered[0]].id))
+		parts = append(parts, fmt.Sprintf("%s got no answer (first: request %d) outside any declared fault: the target is down or hangs", Count(n, "requests"), r.d.reqs[unanswered[0]].id))
 	}
 	if n := len(server); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d unexpected 5xx (first: request %d, status %d)", n, r.d.reqs[server[0]].id, r.d.reqs[server[0]].status))
 	}
 	if n := len(refused); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d responses 4xx other than 429 (first: request %d, status %d): the traffic did not reach the limiter (authentication, route?)", n, r.d.reqs[refused[0]].id, r.d.reqs[refused[0]].status))
+		parts = append(parts, fmt.Sprintf("%s 4xx other than 429 (first: request %d, status %d): the traffic did not reach the limiter (authentication, route?)", Count(n, "responses"), r.d.reqs[refused[0]].id, r.d.reqs[refused[0]].status))
 	}
 	res.Explanation = strings.Join(parts, "; ") + "; " + tail
 	return res
