@@ -206,7 +206,9 @@ type resetter interface {
 // (resetter), from the first reset after the key's first request, whichever
 // comes first. math.MinInt64 when keys are fresh, math.MaxInt64 when the
 // history never shows the state known. The budget's upper bound needs no
-// such time: a budget partly spent before the history only admits less.
+// such time, a budget partly spent before the history only admitting less,
+// but for windows from the first request, whose anchors it places
+// (firstWindowModel.unknownStart).
 func (c *limitCheck) judgedFrom(g []int32) int64 {
 	if c.freshKeys() || len(g) == 0 {
 		return math.MinInt64
