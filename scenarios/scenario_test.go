@@ -425,3 +425,35 @@ traffic:
 		t.Errorf("undeclared: ClockResolution %v, Clock %+v; want 0 and nil", s.Target.ClockResolution, s.Target.Clock)
 	}
 }
+
+// Windows from each key's first request may be claimed for a peer or an
+// external target, whose limiter enforces them, but not for the sample
+// API, whose reference limiter refuses them at request time.
+func TestStartFirstOnlyWhereEnforced(t *testing.T) {
+	for _, tt := range []struct {
+		name, target string
+		ok           bool
+	}{
+		{"sample API", "instances: 2", false},
+		{"peer", "peer: express\n  instances: 2", true},
+		{"external", "external: [http://127.0.0.1:8080]", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "name: x\ndescription: first\ntarget:\n  " + tt.target +
+				"\n  routes:\n    - path: /a\n      policies: [\"fixed_window:10/5s,start=first\"]\ntraffic:\n  - {kind: burst, requests: 5}\n"
+			s, err := Parse("x.yaml", []byte(src))
+			if got := err == nil; got != tt.ok {
+				t.Fatalf("Parse: error %v, want accepted %v", err, tt.ok)
+			}
+			if tt.ok {
+				if got := s.Target.Routes[0].Policies[0].Start; got != limiter.StartFirst {
+					t.Errorf("Start = %q, want %q", got, limiter.StartFirst)
+				}
+				return
+			}
+			if want := "target.routes[0].policies[0]: start=first"; !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q lacks %q", err, want)
+			}
+		})
+	}
+}

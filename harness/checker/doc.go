@@ -40,7 +40,7 @@
 //	(slidinglog.go)               W − res
 //	fixed window, aligned         at most L among the requests surely in one    the algorithm's definition             none
 //	(fixedwindow.go)              window of the limiter's clock
-//	fixed window, start=first     at most L among the requests surely in one    rate-limit-redis, ulule/limiter,       none; keys start fresh
+//	fixed window, start=first     at most L among the requests surely in one    rate-limit-redis, ulule/limiter,       none; anchors from a fresh key
 //	(firstwindow.go)              window under every anchoring the history      rate-limiter-flexible (INCR, then
 //	                              allows                                        EXPIRE on the first request)
 //	sliding window counter        an admission of cost c needs                  Cloudflare, "How we built rate         the weight rounded down
@@ -70,10 +70,11 @@
 // unknown outcome) charged as late as possible; the sliding window
 // counter's estimate is taken exact there, the reference limiter's and
 // Cloudflare's (for whole counts the same as rounding the weight up). This
-// assumes each key begins the history with a full budget. The check fails
-// when the false rejections of a rule number more than
-// Policy.MaxFalseRejectionRate of its requests (a scenario's
-// checks.false_rejections.max_rate, 0 by default).
+// assumes each key begins the history with a full budget; see "Keys that
+// may not be fresh" below for when it may not. The check fails when the
+// false rejections of a rule number more than Policy.MaxFalseRejectionRate
+// of its requests (a scenario's checks.false_rejections.max_rate, 0 by
+// default).
 //
 // Headers, each field between both bounds its model allows:
 //
@@ -114,10 +115,31 @@
 // and the sliding window counter's windows need the clock offset; without
 // it they are held to 2L per window length only. Windows from the first
 // request lose their anchors where traffic never pauses long enough to pin
-// one, and follow no anchor across a fault. False rejections, the wait's
-// upper bound and the remaining budget's lower bound assume each key began
-// the history with a full budget; the RateLimit reset's lower bound is
-// checked only for rules of one limit, whose reset the response reports.
+// one, and follow no anchor across a fault. The RateLimit reset's lower
+// bound is checked only for rules of one limit, whose reset the response
+// reports.
+//
+// # Keys that may not be fresh
+//
+// A run whose keys are the same in every run (fixed names, keys from a
+// file) against a limiter that outlives runs may meet a key with part of
+// its budget spent: the header's identities_fresh is false
+// (Policy.FreshKeys). The budget's upper bound, the wait's lower bound, the
+// remaining budget's upper bound, the reset's lower bound and its upper
+// bound (a full refill from an empty key) hold whatever the key began
+// with. The false-rejection test, the wait's upper bound, the remaining
+// budget's lower bound and the queue's late answers assume a full start,
+// so a key's requests are judged by them only from the time its state is
+// provably known (judgedFrom, one place for every model): the first
+// request after an idle gap of a full refill (B·T for a bucket, a window
+// for a fixed window or the log, two for the counter) since the last that
+// may have been decided, or for windows aligned on a known clock offset,
+// which reset whatever came before, the first window (for the counter the
+// second) that began after the key's first request. Before it a rejection
+// may have been due, its wait and the remaining budget have no bound on
+// that side. Windows from the first request follow their anchors only from
+// that time, and before it hold a key to 2L in any interval shorter than a
+// window.
 //
 // Faults: a drill's history is checked with its fault windows and declared
 // failure mode (runrecord.Drill, Policy.Faults). Within a fault no request

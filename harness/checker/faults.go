@@ -127,7 +127,7 @@ func faultLatency(d *dataset, f *runrecord.Drill, w runrecord.FaultWindow, to in
 		res.Verdict = Fail
 		res.Explanation = fmt.Sprintf("request %d took %v during the fault, beyond the store timeout %v plus slack %v: a request hung on the failing store", q.id, took, f.Timeout, f.Slack)
 	} else {
-		res.Explanation = fmt.Sprintf("all %d requests sent during the fault were answered within %v (store timeout %v plus slack %v)", n, took, f.Timeout, f.Slack)
+		res.Explanation = fmt.Sprintf("%s sent during the fault, each answered within %v (store timeout %v plus slack %v)", Count(n, "requests"), took, f.Timeout, f.Slack)
 	}
 	return res
 }
@@ -179,10 +179,10 @@ func failureMode(d *dataset, p Policy, f *runrecord.Drill, w runrecord.FaultWind
 		res.Verdict = Fail
 		res.Proof = proofOf(d, bad)
 		q := &d.reqs[bad[0]]
-		res.Explanation = fmt.Sprintf("%d of %d requests within the fault were not %s; first: request %d, status %d", len(bad), len(inside), want, q.id, q.status)
+		res.Explanation = fmt.Sprintf("%d of %s within the fault not %s; first: request %d, status %d", len(bad), Count(len(inside), "requests"), want, q.id, q.status)
 		return res
 	}
-	res.Explanation = fmt.Sprintf("all %d requests within the fault were %s", len(inside), want)
+	res.Explanation = fmt.Sprintf("%s within the fault, each %s", Count(len(inside), "requests"), want)
 	return res
 }
 

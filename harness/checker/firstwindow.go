@@ -21,9 +21,13 @@ import (
 // requests that lie in window m under every anchor in that range: sent at
 // or after hi_m and received before lo_m + W. A violation is a window whose
 // requests no choice of anchors consistent with the history spreads over
-// two windows. Every key is taken to open its first window in the history
-// (a fresh key, as rlbench's runs make it); a fault ends the chain of its
-// key until the fault's state-losing restart, which starts a fresh key.
+// two windows. A fresh key opens its first window in the history; a key
+// that may not be fresh (Policy.FreshKeys) may still be in a window opened
+// before it, so its chain starts only after an idle gap of a window
+// (judgedFrom), and before that its requests are held to 2L in any
+// interval shorter than a window, as two windows at most meet one. A fault
+// ends the chain of its key until the fault's state-losing restart, which
+// starts a fresh key.
 type firstWindowModel struct{ windowBase }
 
 func (*firstWindowModel) boundaryBurst() bool { return true }
@@ -36,8 +40,8 @@ func (*firstWindowModel) note() string { return "" } // Limit.String names the w
 type anchorWindow struct{ lo, hi int64 }
 
 // anchorChain returns the anchor ranges of g's windows (g in order of sent
-// time; the requests sent from the key's first fault on, c.faultFrom, are
-// left out).
+// time; the requests sent before the key's state is known, judgedFrom, or
+// from the key's first fault on, c.faultFrom, are left out).
 //
 // The first anchor is the first decision: in [the first sent time of a
 // request that may have reached the limiter, the first received time of one
@@ -49,6 +53,7 @@ type anchorWindow struct{ lo, hi int64 }
 func (m *firstWindowModel) anchorChain(c *limitCheck, g []int32) []anchorWindow {
 	reqs, sc := c.r.d.reqs, &c.r.sc
 	res, W := c.r.res, m.W
+	_, g = m.unknownStart(c, g)
 	if c.faultFrom != math.MaxInt64 {
 		k, _ := slices.BinarySearchFunc(g, c.faultFrom, func(i int32, t int64) int { return cmpInt(reqs[i].sent, t) })
 		g = g[:k]
@@ -118,12 +123,29 @@ func (m *firstWindowModel) anchorChain(c *limitCheck, g []int32) []anchorWindow 
 	return chain
 }
 
+// unknownStart splits g (in order of sent time) at judgedFrom: the
+// requests sent before the key's state is known, and the rest.
+func (m *firstWindowModel) unknownStart(c *limitCheck, g []int32) (before, after []int32) {
+	from := c.judgedFrom(g)
+	if from == math.MinInt64 {
+		return nil, g
+	}
+	reqs := c.r.d.reqs
+	k, _ := slices.BinarySearchFunc(g, from, func(i int32, t int64) int { return cmpInt(reqs[i].sent, t) })
+	return g[:k], g[k:]
+}
+
 // budget counts, per window of the chain, the admitted requests surely in
-// it, and finds the fullest.
+// it, and finds the fullest; the requests before the key's state is known
+// are held to 2L in any interval shorter than a window.
 func (m *firstWindowModel) budget(c *limitCheck, g []int32, withUnknown bool) finding {
 	reqs, res := c.r.d.reqs, c.r.res
-	chain := m.anchorChain(c, g)
 	var best finding
+	if before, _ := m.unknownStart(c, g); len(before) > 0 {
+		best = rollingBudget(c, before, withUnknown, m.W, 2*m.L)
+	}
+	chain := m.anchorChain(c, g)
+	var worst finding
 	for _, a := range chain {
 		if a.hi == math.MaxInt64 {
 			break
@@ -146,11 +168,14 @@ func (m *firstWindowModel) budget(c *limitCheck, g []int32, withUnknown bool) fi
 		}
 		bound := float64(m.L) + c.tol
 		f := finding{found: true, over: float64(sum) > bound, observed: sum, bound: bound, from: a.hi, to: to}
-		if f.worse(best) {
-			best = f
+		if f.worse(worst) {
+			worst = f
 		}
 	}
-	best.group, best.unknowns = g, withUnknown
+	if worst.found && (!best.found || worst.worse(best)) {
+		best = worst
+		best.group, best.unknowns = g, withUnknown
+	}
 	return best
 }
 

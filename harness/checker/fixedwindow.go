@@ -20,6 +20,11 @@ func (m *fixedWindowModel) room(c *limitCheck, g []int32, withUnknown bool) {
 
 func (*fixedWindowModel) boundaryBurst() bool { return true }
 
+// resetAfter: a window that began after first starts empty.
+func (m *fixedWindowModel) resetAfter(c *limitCheck, first int64) int64 {
+	return m.windowAfter(c, first)
+}
+
 func (*fixedWindowModel) weighsPrevious() bool { return false }
 
 func (m *fixedWindowModel) left(_, cur, _ int64) int64 { return m.L - min(cur, m.L+maxCapacity) }

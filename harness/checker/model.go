@@ -1,6 +1,10 @@
 package checker
 
-import "math"
+import (
+	"math"
+
+	"github.com/rlbench/rlbench/harness/history"
+)
 
 // model is the checker's model of one algorithm in one policy form: what
 // its bound allows a key's requests, what it says of each request's
@@ -25,6 +29,8 @@ type model interface {
 	// limit may have rejected it (the false-rejection test, loosened by
 	// c.tol; c.markJustified), its ideal wait's upper bound (Retry-After;
 	// c.setWaits) and the remaining budget's lower bound (c.setRemainingLo).
+	// It takes its requests from c.possibleAndJudged, which leaves out those
+	// decided before the key's state is known (judgedFrom).
 	room(c *limitCheck, g []int32, withUnknown bool)
 	// certain charges only the requests surely admitted before each judged
 	// request, as early as possible, and records the ideal wait's lower
@@ -147,21 +153,86 @@ func (c *limitCheck) setRemainingLo(i int32, lo int64) { c.r.remLo[i] = min(c.r.
 // possibleAndJudged splits g, in the scratch buffers, into the requests
 // that may have been charged (P) and those whose decision is judged (R: the
 // rejections, and in the pass with unknown outcomes the admissions that
-// report a remaining budget).
+// report a remaining budget). A request that may have been decided before
+// the key's state is known (judgedFrom) is not judged: the limit may have
+// rejected it, its wait has no upper bound and its remaining budget no
+// lower bound.
 func (c *limitCheck) possibleAndJudged(g []int32, withUnknown bool) (P, R []int32) {
 	reqs, sc := c.r.d.reqs, &c.r.sc
+	from := c.judgedFrom(g)
 	P, R = sc.c[:0], sc.d[:0]
 	for _, i := range g {
 		q := &reqs[i]
 		if mayBeCharged(q, withUnknown) {
 			P = append(P, i)
 		}
-		if judged(q, withUnknown) {
+		switch {
+		case !judged(q, withUnknown):
+		case q.sent < from:
+			c.setRemainingLo(i, math.MinInt64)
+			if q.outcome == history.Rejected {
+				c.markJustified(i, withUnknown)
+				c.setWaits(i, 0, math.MaxInt64)
+			}
+		default:
 			R = append(R, i)
 		}
 	}
 	sc.c, sc.d = P, R
 	return P, R
+}
+
+// freshKeys reports whether every key began the history with a full
+// budget (Policy.FreshKeys; unset means fresh).
+func (c *limitCheck) freshKeys() bool { return c.r.p.FreshKeys == nil || *c.r.p.FreshKeys }
+
+// resetter is a model whose key's state resets at times known whatever
+// came before: the aligned windows, which start empty.
+type resetter interface {
+	// resetAfter is the earliest time, ns, from which a request's decision
+	// (from its sent time on) surely sees nothing decided before first.
+	resetAfter(c *limitCheck, first int64) int64
+}
+
+// judgedFrom is the sent time, ns, from which the requests of g (one key's,
+// in order of sent time) are judged against what the history shows: when
+// keys may begin the history with part of their budget spent (not
+// freshKeys), the state the key began with is unknown, and no rejection is
+// provably false, no wait bounded above and no remaining budget bounded
+// below, until the state provably no longer depends on it. That is at the
+// first request after an idle gap of a full refill (the model's resetNs,
+// plus the clock's resolution) since every request that may have been
+// decided before it, or, for a model whose windows reset at known times
+// (resetter), from the first reset after the key's first request, whichever
+// comes first. math.MinInt64 when keys are fresh, math.MaxInt64 when the
+// history never shows the state known. The budget's upper bound needs no
+// such time, a budget partly spent before the history only admitting less,
+// but for windows from the first request, whose anchors it places
+// (firstWindowModel.unknownStart).
+func (c *limitCheck) judgedFrom(g []int32) int64 {
+	if c.freshKeys() || len(g) == 0 {
+		return math.MinInt64
+	}
+	reqs := c.r.d.reqs
+	from := int64(math.MaxInt64)
+	if m, ok := c.model.(resetter); ok {
+		from = m.resetAfter(c, reqs[g[0]].sent)
+	}
+	refill := satAdd(c.model.resetNs(), c.r.res)
+	last := int64(math.MinInt64) // the latest a request before may have been decided
+	for _, i := range g {
+		q := &reqs[i]
+		if q.sent >= from {
+			break
+		}
+		if last != math.MinInt64 && q.sent-last >= refill {
+			return q.sent
+		}
+		if !q.undelivered {
+			last = max(last, q.recv)
+		}
+	}
+	return from
 }
 
 // sureAndJudged is possibleAndJudged's other side: the requests surely

@@ -50,6 +50,15 @@ type Policy struct {
 	// network's time), judged only where a decision time is reported. 0
 	// means DefaultQueueSlack.
 	QueueSlack time.Duration
+	// FreshKeys says whether every key began the history with a full
+	// budget, unknown to the limiter. When false (fixed keys or keys from a
+	// file against a limiter that outlives runs), a key's state is taken as
+	// unknown until an idle gap of a full refill, or for aligned windows
+	// the first window after its first request: the false-rejection check,
+	// the Retry-After upper bound and the RateLimit remaining lower bound
+	// judge only the requests after it. nil means the header's
+	// identities_fresh, and true when the header does not say.
+	FreshKeys *bool
 	// ExpectedStatuses lists 5xx statuses that are part of the declared
 	// behaviour (a fail-closed 503); any other 5xx fails the status check.
 	ExpectedStatuses []int

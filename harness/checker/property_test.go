@@ -26,6 +26,15 @@ type generated struct {
 // decision time (received after the delay, for the leaky bucket's queue),
 // with the headers the reference middleware sends.
 func generate(t *testing.T, seed uint64, limits []limiter.Limit, n int, jitter time.Duration) *generated {
+	return generateSpent(t, seed, limits, n, jitter, false)
+}
+
+// generateSpent is generate, with each key's budget spent, when spent, by
+// twice the capacity of unrecorded requests in the millisecond before the
+// first recorded one can have been sent, 1.5 periods after the history's
+// start (less the jitter): a second run with the same keys against a
+// limiter that outlives runs.
+func generateSpent(t *testing.T, seed uint64, limits []limiter.Limit, n int, jitter time.Duration, spent bool) *generated {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	store := limiter.NewMemoryStore(limiter.WithClock(func() time.Time { return epoch }))
 	l := limits[0]
@@ -42,6 +51,21 @@ func generate(t *testing.T, seed uint64, limits []limiter.Limit, n int, jitter t
 	}
 	g := &generated{}
 	var d time.Duration
+	if spent {
+		d = l.Period * 3 / 2
+		var capacity int64
+		for _, lim := range limits {
+			capacity = max(capacity, lim.Capacity())
+		}
+		for k := range keys {
+			for j := range 2 * capacity {
+				at := d - jitter - time.Millisecond + time.Duration(j)*time.Millisecond/time.Duration(2*capacity)
+				if _, err := store.AllowNAt(fmt.Sprint("key-", k), 1, epoch.Add(at), limits...); err != nil {
+					t.Fatalf("seed %d: AllowNAt: %v", seed, err)
+				}
+			}
+		}
+	}
 	for range n {
 		if rng.IntN(10) >= 3 { // 30% arrive together
 			d += time.Duration(rng.Int64N(int64(2*mean) + 1))

@@ -102,17 +102,20 @@ func (m *queueModel) queueDelay(c *limitCheck, g []int32, acc *queueAcc) {
 // a + T·U(a) over candidate times a <= its latest decision, U(a) the cost of
 // the requests that may have come before it (sent <= its latest decision)
 // and been charged at or after a (received >= a). A sweep by received time
-// over a segment tree of candidate a.
+// over a segment tree of candidate a. Before the key's state is known
+// (judgedFrom) the queue may hold what came before the history, and no
+// slot is bounded.
 func (m *queueModel) lateAnswers(c *limitCheck, g []int32, acc *queueAcc) {
 	reqs, sc := c.r.d.reqs, &c.r.sc
 	res := c.r.res
+	from := c.judgedFrom(g) // before it the queue may hold what came before the history
 	P, R := sc.c[:0], sc.d[:0]
 	for _, i := range g {
 		q := &reqs[i]
 		if mayBeCharged(q, true) {
 			P = append(P, i)
 		}
-		if q.outcome == history.Admitted && q.answered > q.recv {
+		if q.outcome == history.Admitted && q.answered > q.recv && q.sent >= from {
 			R = append(R, i)
 		}
 	}
@@ -164,7 +167,7 @@ func (acc *queueAcc) result(c *limitCheck) Result {
 	}
 	lateNote := "no admission reported its decision time, so late answers are not judged"
 	if acc.judgedLate > 0 {
-		lateNote = fmt.Sprintf("of %d admissions with a reported decision time, none answered more than %v after its slot", acc.judgedLate, slack)
+		lateNote = fmt.Sprintf("of %s with a reported decision time, none answered more than %v after its slot", Count(acc.judgedLate, "admissions"), slack)
 	}
 	f := acc.early
 	switch {
@@ -172,7 +175,7 @@ func (acc *queueAcc) result(c *limitCheck) Result {
 		res.Explanation = "no admitted requests"
 	case f.over:
 		res.Verdict, res.Observed, res.Bound, res.Proof = Fail, float64(f.observed), f.bound, r.proof(f)
-		res.Explanation = fmt.Sprintf("key %q: %d units answered %s, where a queue of %s releases at most %s: answered before their slots", res.Proof.Key, f.observed, span(f), c.lim, fmtNum(f.bound))
+		res.Explanation = fmt.Sprintf("key %q: %s answered %s, where a queue of %s releases at most %s: answered before their slots", res.Proof.Key, Count(int(f.observed), "units"), span(f), c.lim, fmtNum(f.bound))
 	case acc.late > int64(slack):
 		q := &r.d.reqs[acc.lateI]
 		res.Verdict, res.Unit = Fail, "ms"
@@ -181,7 +184,7 @@ func (acc *queueAcc) result(c *limitCheck) Result {
 		res.Explanation = fmt.Sprintf("key %q: request %d answered %v after its slot (at the latest %s), more than the slack %v", res.Proof.Key, q.id, time.Duration(acc.late), fmtNs(acc.lateSlot), slack)
 	default:
 		res.Observed, res.Bound, res.Proof = float64(f.observed), f.bound, r.proof(f)
-		res.Explanation = fmt.Sprintf("tightest: key %q, %d units answered %s of %s released; %s", res.Proof.Key, f.observed, span(f), fmtNum(f.bound), lateNote)
+		res.Explanation = fmt.Sprintf("tightest: key %q, %s answered %s of %s released; %s", res.Proof.Key, Count(int(f.observed), "units"), span(f), fmtNum(f.bound), lateNote)
 	}
 	return res
 }

@@ -82,21 +82,21 @@ func (r *run) falseRejections() []Result {
 		switch {
 		case len(proven) > allowed:
 			res.Verdict, res.Observed, res.Proof = Fail, float64(len(proven)), r.examples(proven)
-			res.Explanation = fmt.Sprintf("%d of %d rejections (%s) had room under every timing; first: request %d", len(proven), rejected, rate(len(proven)), res.Proof.RequestIDs[0])
+			res.Explanation = fmt.Sprintf("%d of %s (%s) had room under every timing; first: request %d", len(proven), Count(rejected, "rejections"), rate(len(proven)), res.Proof.RequestIDs[0])
 			if allowed > 0 {
 				res.Explanation += fmt.Sprintf("; max_rate %g of the rule's requests tolerates %d", r.p.MaxFalseRejectionRate, allowed)
 			}
 		case len(proven)+len(ifUnknown) > allowed:
 			res.Verdict, res.Observed, res.Proof = Unknown, float64(len(proven)+len(ifUnknown)), r.examples(slices.Concat(proven, ifUnknown))
-			res.Explanation = fmt.Sprintf("%d of %d rejections (%s) had room unless requests of unknown outcome were admitted", len(ifUnknown), rejected, rate(len(ifUnknown)))
+			res.Explanation = fmt.Sprintf("%d of %s (%s) had room unless requests of unknown outcome were admitted", len(ifUnknown), Count(rejected, "rejections"), rate(len(ifUnknown)))
 			if len(proven) > 0 {
-				res.Explanation = fmt.Sprintf("%d of %d rejections (%s) had room under every timing and %d more unless requests of unknown outcome were admitted%s", len(proven), rejected, rate(len(proven)), len(ifUnknown), within)
+				res.Explanation = fmt.Sprintf("%d of %s (%s) had room under every timing and %d more unless requests of unknown outcome were admitted%s", len(proven), Count(rejected, "rejections"), rate(len(proven)), len(ifUnknown), within)
 			}
 		case len(proven) > 0:
 			res.Observed, res.Proof = float64(len(proven)), r.examples(proven)
-			res.Explanation = fmt.Sprintf("%d of %d rejections (%s) had room under every timing%s", len(proven), rejected, rate(len(proven)), within)
+			res.Explanation = fmt.Sprintf("%d of %s (%s) had room under every timing%s", len(proven), Count(rejected, "rejections"), rate(len(proven)), within)
 		default:
-			res.Explanation = fmt.Sprintf("none of %d rejections provably had room", rejected)
+			res.Explanation = fmt.Sprintf("none of %s provably had room", Count(rejected, "rejections"))
 		}
 		out = append(out, res)
 	}
@@ -153,12 +153,12 @@ func (r *run) retryAfter() Result {
 	switch {
 	case len(bad) > 0:
 		res.Verdict, res.Observed, res.Proof = Fail, float64(len(bad)), r.examples(bad)
-		res.Explanation = fmt.Sprintf("%d of %d rejections; %s", len(bad), total, first)
+		res.Explanation = fmt.Sprintf("%d of %s; %s", len(bad), Count(total, "rejections"), first)
 	case len(doubtful) > 0:
 		res.Verdict, res.Observed, res.Proof = Unknown, float64(len(doubtful)), r.examples(doubtful)
-		res.Explanation = fmt.Sprintf("%d of %d rejections; %s", len(doubtful), total, firstDoubt)
+		res.Explanation = fmt.Sprintf("%d of %s; %s", len(doubtful), Count(total, "rejections"), firstDoubt)
 	default:
-		res.Explanation = fmt.Sprintf("all %d rejections carry an honest Retry-After", total)
+		res.Explanation = fmt.Sprintf("%s, each with an honest Retry-After", Count(total, "rejections"))
 	}
 	return res
 }
@@ -255,11 +255,11 @@ func (r *run) rateLimitFields() Result {
 	switch {
 	case len(bad) > 0:
 		res.Verdict, res.Proof = Fail, r.examples(bad)
-		res.Explanation = fmt.Sprintf("%d of %d responses with RateLimit fields; %s", len(bad), seen, first)
+		res.Explanation = fmt.Sprintf("%d of %s with RateLimit fields; %s", len(bad), Count(seen, "responses"), first)
 	case seen == 0:
 		res.Explanation = "no response carried RateLimit fields"
 	default:
-		res.Explanation = fmt.Sprintf("all %d responses with RateLimit fields agree with the model", seen)
+		res.Explanation = fmt.Sprintf("%s with RateLimit fields, each as the model allows", Count(seen, "responses"))
 	}
 	return res
 }
@@ -427,14 +427,14 @@ func (r *run) headerStyle() Result {
 	switch {
 	case len(bad) > 0:
 		res.Verdict, res.Proof = Fail, r.examples(bad)
-		res.Explanation = fmt.Sprintf("%d responses with inconsistent fields; %s", len(bad), first)
+		res.Explanation = fmt.Sprintf("%s with inconsistent fields; %s", Count(len(bad), "responses"), first)
 	case mixed > 0:
 		res.Verdict = Fail
-		res.Explanation = fmt.Sprintf("%d of %d responses use another family of fields than the rest (%s)", mixed, styled, styleNames(dominant))
+		res.Explanation = fmt.Sprintf("%d of %s with another family of fields than the rest (%s)", mixed, Count(styled, "responses"), styleNames(dominant))
 	case styled == 0:
 		res.Explanation = "no rate-limit fields seen"
 	default:
-		res.Explanation = fmt.Sprintf("%d responses, all %s", styled, styleNames(dominant))
+		res.Explanation = fmt.Sprintf("%s, each with %s", Count(styled, "responses"), styleNames(dominant))
 	}
 	return res
 }

@@ -33,6 +33,12 @@ func (m *slidingCounterModel) resetNs() int64 { return 2 * m.W }
 
 func (*slidingCounterModel) boundaryBurst() bool { return true }
 
+// resetAfter: a window whose previous window began after first starts
+// with an estimate of what the history shows alone.
+func (m *slidingCounterModel) resetAfter(c *limitCheck, first int64) int64 {
+	return satAdd(m.windowAfter(c, first), m.W)
+}
+
 func (*slidingCounterModel) weighsPrevious() bool { return true }
 
 // counterView is what a sweep of the counter's surely charged requests

@@ -51,8 +51,8 @@ func burstSpreadResults(phases []runrecord.PhaseRecord) []Result {
 		if len(p.Bursts) > 1 {
 			which = fmt.Sprintf(" (burst %d of %d)", widest+1, len(p.Bursts))
 		}
-		r.Explanation = fmt.Sprintf("the widest burst%s: %d requests sent within %v and written within %v of a planned %v; at most %v passes",
-			which, w.Requests, w.SentSpread.Round(time.Microsecond), w.WrittenSpread.Round(time.Microsecond), p.Spread, bound)
+		r.Explanation = fmt.Sprintf("the widest burst%s: %s sent within %v and written within %v of a planned %v; at most %v passes",
+			which, Count(w.Requests, "requests"), w.SentSpread.Round(time.Microsecond), w.WrittenSpread.Round(time.Microsecond), p.Spread, bound)
 		switch {
 		case p.AchievedSpread > bound:
 			r.Verdict = Fail
@@ -60,7 +60,7 @@ func burstSpreadResults(phases []runrecord.PhaseRecord) []Result {
 		case short >= 0:
 			b := p.Bursts[short]
 			r.Verdict = Unknown
-			r.Explanation = fmt.Sprintf("burst %d sent %d of its %d requests (connections refused, or the run was cancelled): its spread is not the burst's", short+1, b.Sent, b.Requests)
+			r.Explanation = fmt.Sprintf("burst %d sent %d of its %s (connections refused, or the run was cancelled): its spread is not the burst's", short+1, b.Sent, Count(b.Requests, "requests"))
 		}
 		out = append(out, r)
 	}

@@ -61,7 +61,7 @@ func (r *run) status(rep *Report) Result {
 		}
 		c.idx = append(c.idx, int32(i))
 	}
-	tail := fmt.Sprintf("%d transport errors, %d requests of unknown outcome", rep.TransportErrors, rep.Unknown)
+	tail := Count(rep.TransportErrors, "transport errors") + ", " + Count(rep.Unknown, "requests of unknown outcome")
 	if len(causes) == 0 {
 		res.Explanation = "every request answered, no unexpected 4xx or 5xx; " + tail
 		return res
@@ -83,9 +83,9 @@ func (r *run) status(rep *Report) Result {
 // st (0: no answer), and what to look at.
 func (r *run) statusCause(st int, idx []int32, total int) string {
 	n := len(idx)
-	share := fmt.Sprintf("all %d requests", n)
+	share := "all " + Count(n, "requests")
 	if n < total {
-		share = fmt.Sprintf("%d of %d requests (first: request %d)", n, total, r.d.reqs[idx[0]].id)
+		share = fmt.Sprintf("%d of %s (first: request %d)", n, Count(total, "requests"), r.d.reqs[idx[0]].id)
 	}
 	reached := "the traffic never reached the limiter"
 	if n < total {

@@ -10,6 +10,7 @@ import (
 var singulars = map[string]string{
 	"units":      "unit",
 	"rejections": "rejection",
+	"admissions": "admission",
 	"responses":  "response",
 	"requests":   "request",
 	"records":    "record",

@@ -55,6 +55,15 @@ func (w windowBase) windowOf(c *limitCheck, t, sh int64) int64 {
 	return floorDiv(c.r.base+t+c.r.off+sh, w.W)
 }
 
+// windowAfter is the earliest harness time, ns, from which a request's
+// decision (from its sent time on, the limiter's clock read to its
+// resolution) surely lies in an aligned window that began after first,
+// whatever the clock offset within its uncertainty.
+func (w windowBase) windowAfter(c *limitCheck, first int64) int64 {
+	k := w.windowOf(c, first, c.r.unc) + 1
+	return k*w.W - c.r.base - c.r.off + c.r.unc + c.r.res
+}
+
 // rollingBudget finds the most units that must have been decided within
 // one interval shorter than the window less the clock resolution: for every
 // candidate start a (a sent time), the admitted requests with sent >= a and
