@@ -109,7 +109,7 @@ func TestPGKeysPlanChangeTakesEffect(t *testing.T) {
 	}
 	clock := &fakeClock{}
 	clock.us.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro())
-	srv, err := NewServer(cfg, limiter.NewMemoryStore(limiter.WithClock(clock.Now)), keys, nil)
+	srv, err := NewServer(cfg, limiter.NewMemoryStore(limiter.WithClock(clock.Now)), keys, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
