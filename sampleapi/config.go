@@ -84,6 +84,17 @@ const RedisURLEnv = "RLBENCH_REDIS_URL"
 // the same reason.
 const PostgresURLEnv = "RLBENCH_POSTGRES_URL"
 
+// CheckRedisURL reports whether raw is a Redis URL the sample API can use
+// (redis.ParseURL's forms); its error shows the URL with its password
+// redacted, and the form to write.
+func CheckRedisURL(raw string) error {
+	if _, err := redis.ParseURL(raw); err != nil {
+		return fmt.Errorf("%s: %s; write it as redis://[:PASSWORD@]HOST:PORT/DB",
+			redisstore.RedactURL(raw), redisstore.Redact(err.Error(), raw))
+	}
+	return nil
+}
+
 // Config is the sample API's configuration: everything one instance runs
 // with, read from one YAML file by LoadConfig (and written by Marshal, as
 // `rlbench run` does for each instance it starts). Zero fields take the
@@ -398,9 +409,8 @@ func (c *Config) Validate() error {
 		if c.Redis == "" {
 			return c.errorAt("the redis store needs a Redis URL; set redis: redis://HOST:6379/0 or pass --redis", []any{"redis"})
 		}
-		if _, err := redis.ParseURL(c.Redis); err != nil {
-			return c.errorAt("%s: %s; write it as redis://[:PASSWORD@]HOST:PORT/DB", []any{"redis"},
-				redisstore.RedactURL(c.Redis), redisstore.Redact(err.Error(), c.Redis))
+		if err := CheckRedisURL(c.Redis); err != nil {
+			return c.errorAt("%v", []any{"redis"}, err)
 		}
 	default:
 		return c.errorAt("unknown store %q; use redis or memory", []any{"store"}, c.Store)

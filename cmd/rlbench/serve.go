@@ -148,7 +148,15 @@ func (f *serveFlags) configure(set map[string]bool) (sampleapi.Config, error) {
 			return cfg, usagef("--log-level %q: use debug, info, warn or error", f.logLevel)
 		}
 	}
+	if set["redis"] {
+		if err := sampleapi.CheckRedisURL(f.redis); err != nil {
+			return cfg, usagef("--redis %v", err)
+		}
+	}
 	if env := os.Getenv(sampleapi.RedisURLEnv); env != "" && !set["redis"] && cfg.Redis == "" {
+		if err := sampleapi.CheckRedisURL(env); err != nil {
+			return cfg, fmt.Errorf("$%s: %v", sampleapi.RedisURLEnv, err)
+		}
 		cfg.Redis = env
 	}
 	if env := os.Getenv(sampleapi.PostgresURLEnv); env != "" && !set["postgres"] && cfg.Postgres == "" {
