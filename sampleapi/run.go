@@ -192,21 +192,21 @@ func (p *storeProbe) check(ctx context.Context) error { return p.ping(ctx, p.tim
 
 // start waits up to wait for the store's first answer, pinging every
 // 100 ms, and logs the outcome; when the store answers it checks its
-// eviction policy. It reports whether the store answered.
-func (p *storeProbe) start(ctx context.Context, wait time.Duration, logger *slog.Logger) bool {
+// eviction policy. It reports whether the store answered, and the eviction
+// risk it logged.
+func (p *storeProbe) start(ctx context.Context, wait time.Duration, logger *slog.Logger) (reachable bool, risk string) {
 	deadline := time.Now().Add(wait)
 	for {
 		err := p.ping(ctx, min(storePingTimeout, max(time.Until(deadline), time.Millisecond)))
 		if err == nil {
 			p.dialed.Store(false)
 			logger.Info("store reachable", "store", StoreRedis, "addr", p.client.Options().Addr)
-			p.checkEviction(ctx, logger, "")
-			return true
+			return true, p.checkEviction(ctx, logger, "")
 		}
 		if errors.Is(err, redisstore.ErrAuth) || time.Until(deadline) <= 0 || ctx.Err() != nil {
 			logger.Warn("store unreachable: serving anyway; until it answers, /readyz says so and limited requests "+
 				"are answered as the failure mode declares", "store", StoreRedis, "addr", p.client.Options().Addr, "err", err)
-			return false
+			return false, ""
 		}
 		select {
 		case <-ctx.Done():
@@ -231,17 +231,14 @@ func (p *storeProbe) checkEviction(ctx context.Context, logger *slog.Logger, las
 	return risk
 }
 
-// watch pings the store every interval until ctx ends: it logs when the
-// store stops answering and when it answers again, and checks the eviction
-// policy again after a reconnection (a restarted or replaced Redis may have
-// another), warning when the risk is new or the store was lost since.
-func (p *storeProbe) watch(ctx context.Context, interval time.Duration, reachable bool, logger *slog.Logger) {
+// watch pings the store every interval until ctx ends, from the state
+// start left: it logs when the store stops answering and when it answers
+// again, and checks the eviction policy again after every reconnection (a
+// restarted or replaced Redis may have another), warning when the risk is
+// new or the store was lost since.
+func (p *storeProbe) watch(ctx context.Context, interval time.Duration, reachable bool, risk string, logger *slog.Logger) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
-	risk := ""
-	if reachable {
-		risk = p.checkEvictionQuiet(ctx)
-	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -265,15 +262,6 @@ func (p *storeProbe) watch(ctx context.Context, interval time.Duration, reachabl
 			risk = p.checkEviction(ctx, logger, risk)
 		}
 	}
-}
-
-// checkEvictionQuiet returns the current risk without logging it (start
-// has logged it).
-func (p *storeProbe) checkEvictionQuiet(ctx context.Context) string {
-	cctx, cancel := context.WithTimeout(ctx, storePingTimeout)
-	defer cancel()
-	risk, _ := redisstore.EvictionRisk(cctx, p.client)
-	return risk
 }
 
 // Redis client defaults where the URL's query does not set them: a limiter
@@ -351,10 +339,10 @@ func Run(ctx context.Context, cfg Config, ln net.Listener, logger *slog.Logger, 
 	var check StoreCheck
 	if probe != nil {
 		check = probe.check
-		reachable := probe.start(ctx, DefaultStoreStartWait, logger)
+		reachable, risk := probe.start(ctx, DefaultStoreStartWait, logger)
 		wctx, stopWatch := context.WithCancel(ctx)
 		watched := make(chan struct{})
-		go func() { defer close(watched); probe.watch(wctx, DefaultStoreWatchInterval, reachable, logger) }()
+		go func() { defer close(watched); probe.watch(wctx, DefaultStoreWatchInterval, reachable, risk, logger) }()
 		defer func() { stopWatch(); <-watched }()
 	}
 	srv, err := NewServer(cfg, lim, keys, check, logger)

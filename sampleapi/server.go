@@ -426,11 +426,12 @@ func (s *Server) limits(w http.ResponseWriter, r *http.Request) {
 // (Degraded) is not the budget either: fail-open and fail-closed know
 // nothing, and the fallback's local share is not the shared budget.
 func (s *Server) budgetUnknown(w http.ResponseWriter, r *http.Request, err error) {
-	if err != nil && !errors.Is(err, limiter.ErrCostExceedsCapacity) && !errors.Is(err, limiter.ErrInvalidCost) {
-		s.log.Warn("budget peek failed", "err", err)
-	} else if err != nil {
-		httplimit.DefaultErrorHandler(w, r, err)
+	if errors.Is(err, limiter.ErrInvalidCost) || errors.Is(err, limiter.ErrCostExceedsCapacity) {
+		httplimit.DefaultErrorHandler(w, r, err) // the request's fault, not the store's
 		return
+	}
+	if err != nil {
+		s.log.Warn("budget peek failed", "err", err)
 	}
 	w.Header().Set("Retry-After", "1")
 	httplimit.WriteProblem(w, httplimit.Problem{Status: http.StatusServiceUnavailable, Instance: r.URL.Path, RetryAfter: 1,
