@@ -122,7 +122,7 @@ func TestRedactURL(t *testing.T) {
 		{"rediss://app:hunter2@redis.example:6380", "rediss://app:xxxxx@redis.example:6380"},
 		{"redis://127.0.0.1:6379/0?password=hunter2&dial_timeout=1s", "redis://127.0.0.1:6379/0?password=xxxxx&dial_timeout=1s"},
 		{"redis://:hun@ter2@127.0.0.1:bad/0", "redis://:xxxxx@127.0.0.1:bad/0"}, // does not parse
-		{"redis://:p%zz@127.0.0.1:6379", "redis://:xxxxx@127.0.0.1:6379"},      // bad escape: does not parse
+		{"redis://:p%zz@127.0.0.1:6379", "redis://:xxxxx@127.0.0.1:6379"},       // bad escape: does not parse
 		{"postgres://api:s3cr%2Ft@db:5432/keys?sslmode=disable", "postgres://api:xxxxx@db:5432/keys?sslmode=disable"},
 		{"host=db user=api password=s3cret dbname=keys", "host=db user=api password=xxxxx dbname=keys"},
 		{"host=db password='s3 cret' dbname=keys", "host=db password=xxxxx dbname=keys"},
