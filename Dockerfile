@@ -4,7 +4,9 @@
 # from the repository root:
 #
 #   docker build -t rlbench:dev .
-#   docker run --rm -p 8080:8080 rlbench:dev serve --addr 0.0.0.0:8080
+#   docker run --rm -p 127.0.0.1:8080:8080 rlbench:dev serve --addr 0.0.0.0:8080
+#
+# It runs as the unprivileged user rlbench (uid 10001).
 #
 # The image holds redis-server too, so `rlbench run` can start its own Redis
 # (provider process) when no external one is given.

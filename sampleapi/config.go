@@ -11,10 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/rlbench/rlbench/limiter"
 	"github.com/rlbench/rlbench/limiter/httplimit"
+	"github.com/rlbench/rlbench/limiter/redisstore"
 	"github.com/rlbench/rlbench/limiter/resilience"
 	"github.com/rlbench/rlbench/scenarios/yamlstrict"
 )
@@ -32,6 +34,25 @@ const (
 	DefaultPlanRefresh     = 10 * time.Second
 	DefaultShutdownTimeout = 10 * time.Second
 	DefaultHeaders         = "ietf"
+	// DefaultReadHeaderTimeout bounds the read of a request's headers,
+	// from the connection's first byte wait (http.Server.ReadHeaderTimeout).
+	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultReadTimeout bounds the read of a whole request, headers and
+	// body, so that a body trickled a byte at a time cannot hold a
+	// connection longer (http.Server.ReadTimeout). When it passes while a
+	// handler runs, Go cancels the request's context: it must exceed the
+	// header timeout by the longest handler.
+	DefaultReadTimeout = 20 * time.Second
+	// DefaultWriteTimeout bounds the time from the end of the headers'
+	// read to the end of the response's write (http.Server.WriteTimeout).
+	DefaultWriteTimeout = 30 * time.Second
+	// DefaultIdleTimeout bounds how long a keep-alive connection waits for
+	// its next request (http.Server.IdleTimeout).
+	DefaultIdleTimeout = 2 * time.Minute
+	// DefaultMaxConcurrentRequests caps the requests served at once.
+	DefaultMaxConcurrentRequests = 1024
+	// DefaultMaxBodyBytes caps a request's body: 1 MiB.
+	DefaultMaxBodyBytes = 1 << 20
 	// MonthPeriod is the window of a monthly quota: 30 days, a fixed window
 	// aligned on the Unix epoch (so every instance agrees on its start).
 	MonthPeriod = 30 * 24 * time.Hour
@@ -57,6 +78,22 @@ const (
 // URL from when neither --redis nor the file gives one, so that a URL with
 // a password need not appear on a command line.
 const RedisURLEnv = "RLBENCH_REDIS_URL"
+
+// PostgresURLEnv is the environment variable `rlbench serve` reads the
+// PostgreSQL DSN from when neither --postgres nor the file gives one, for
+// the same reason.
+const PostgresURLEnv = "RLBENCH_POSTGRES_URL"
+
+// CheckRedisURL reports whether raw is a Redis URL the sample API can use
+// (redis.ParseURL's forms); its error shows the URL with its password
+// redacted, and the form to write.
+func CheckRedisURL(raw string) error {
+	if _, err := redis.ParseURL(raw); err != nil {
+		return fmt.Errorf("%s: %s; write it as redis://[:PASSWORD@]HOST:PORT/DB",
+			redisstore.RedactURL(raw), redisstore.Redact(err.Error(), raw))
+	}
+	return nil
+}
 
 // Config is the sample API's configuration: everything one instance runs
 // with, read from one YAML file by LoadConfig (and written by Marshal, as
@@ -108,6 +145,26 @@ type Config struct {
 	PlanRefresh time.Duration `yaml:"plan_refresh,omitempty"`
 	// ShutdownTimeout bounds the drain of in-flight requests on SIGTERM.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout,omitempty"`
+	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are the
+	// http.Server's; zero takes the Default* constant of that name. A
+	// ReadTimeout shorter than ReadHeaderTimeout is an error.
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout,omitempty"`
+	ReadTimeout       time.Duration `yaml:"read_timeout,omitempty"`
+	WriteTimeout      time.Duration `yaml:"write_timeout,omitempty"`
+	IdleTimeout       time.Duration `yaml:"idle_timeout,omitempty"`
+	// MaxConcurrentRequests caps the requests served at once, health
+	// checks and metrics excepted; a request beyond it is answered 503
+	// with Retry-After: 1 at once. Zero means DefaultMaxConcurrentRequests.
+	MaxConcurrentRequests int `yaml:"max_concurrent_requests,omitempty"`
+	// MaxBodyBytes caps a request's body, in bytes; a handler reading past
+	// it answers 413. Zero means DefaultMaxBodyBytes.
+	MaxBodyBytes int64 `yaml:"max_body_bytes,omitempty"`
+	// BaselineRoutes serves the baseline routes: /baseline/v1/... copies of
+	// the built-in routes, and the extra_routes marked baseline. They do
+	// the routes' work for any authenticated caller with the limiter
+	// bypassed, to measure the limiter's overhead; off, as in service, they
+	// do not exist (404) and an extra route marked baseline is an error.
+	BaselineRoutes bool `yaml:"baseline_routes,omitempty"`
 	// Algorithm of every plan's per-minute tier: token_bucket or gcra.
 	Algorithm limiter.Algorithm `yaml:"algorithm,omitempty"`
 	// Headers selects the RateLimit header styles: a comma-separated list
@@ -186,7 +243,7 @@ type ExtraRoute struct {
 	// and decoded once, with the file.
 	Limits []limiter.Limit `yaml:"limits,omitempty"`
 	// Baseline bypasses the limiter: the same work with authentication
-	// only, for overhead measurement.
+	// only, for overhead measurement. It needs Config.BaselineRoutes.
 	Baseline bool `yaml:"baseline,omitempty"`
 }
 
@@ -245,8 +302,10 @@ var (
 // reservedPatterns are the method and path pairs the sample API serves itself.
 func reservedPatterns() map[string]bool {
 	taken := map[string]bool{
-		"GET /v1/limits": true, "GET /healthz": true, "GET /metrics": true,
-		"HEAD /v1/limits": true, "HEAD /healthz": true, "HEAD /metrics": true,
+		"GET /v1/limits": true, "GET /metrics": true, "HEAD /v1/limits": true, "HEAD /metrics": true,
+	}
+	for _, p := range healthPaths {
+		taken["GET "+p], taken["HEAD "+p] = true, true
 	}
 	for _, def := range defaultRoutes {
 		taken[def.method+" "+def.path] = true
@@ -293,6 +352,39 @@ func (c *Config) Validate() error {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	for _, d := range []struct {
+		field string
+		v     *time.Duration
+		def   time.Duration
+	}{
+		{"read_header_timeout", &c.ReadHeaderTimeout, DefaultReadHeaderTimeout},
+		{"read_timeout", &c.ReadTimeout, DefaultReadTimeout},
+		{"write_timeout", &c.WriteTimeout, DefaultWriteTimeout},
+		{"idle_timeout", &c.IdleTimeout, DefaultIdleTimeout},
+	} {
+		if *d.v < 0 {
+			return c.errorAt("%v is negative", []any{d.field}, *d.v)
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if c.ReadTimeout < c.ReadHeaderTimeout {
+		return c.errorAt("%v is shorter than read_header_timeout %v: a request's body would have no time left; "+
+			"make it longer, or shorten read_header_timeout", []any{"read_timeout"}, c.ReadTimeout, c.ReadHeaderTimeout)
+	}
+	if c.MaxConcurrentRequests < 0 {
+		return c.errorAt("%d is negative", []any{"max_concurrent_requests"}, c.MaxConcurrentRequests)
+	}
+	if c.MaxConcurrentRequests == 0 {
+		c.MaxConcurrentRequests = DefaultMaxConcurrentRequests
+	}
+	if c.MaxBodyBytes < 0 {
+		return c.errorAt("%d is negative", []any{"max_body_bytes"}, c.MaxBodyBytes)
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
 	if c.Algorithm == "" {
 		c.Algorithm = DefaultAlgorithm
 	}
@@ -316,6 +408,9 @@ func (c *Config) Validate() error {
 	case StoreRedis:
 		if c.Redis == "" {
 			return c.errorAt("the redis store needs a Redis URL; set redis: redis://HOST:6379/0 or pass --redis", []any{"redis"})
+		}
+		if err := CheckRedisURL(c.Redis); err != nil {
+			return c.errorAt("%v", []any{"redis"}, err)
 		}
 	default:
 		return c.errorAt("unknown store %q; use redis or memory", []any{"store"}, c.Store)
@@ -403,6 +498,10 @@ func (c *Config) Validate() error {
 		}
 		if r.Baseline && len(r.Limits) > 0 {
 			return c.errorAt("a baseline route bypasses the limiter; remove its limits or baseline: true", []any{"extra_routes", i, "limits"})
+		}
+		if r.Baseline && !c.BaselineRoutes {
+			return c.errorAt("a baseline route serves any caller with the limiter bypassed; "+
+				"set baseline_routes: true to serve it (for overhead measurement), or remove it", []any{"extra_routes", i, "baseline"})
 		}
 		for j, l := range r.Limits {
 			if err := l.Validate(); err != nil {

@@ -128,6 +128,29 @@ func TestConfigErrors(t *testing.T) {
 			want: `test.yaml:1: instance: "api 1": use printable ASCII without spaces; it is sent in the X-Instance header`,
 		},
 		{
+			name: "baseline route without baseline_routes",
+			yaml: "extra_routes:\n  - path: /api/items-baseline\n    baseline: true\n",
+			want: `test.yaml:3: extra_routes[0].baseline: a baseline route serves any caller with the limiter bypassed; ` +
+				`set baseline_routes: true to serve it (for overhead measurement), or remove it`,
+		},
+		{
+			name: "malformed Redis URL, password redacted",
+			yaml: "redis: redis://:hunter2@127.0.0.1:bad/0\n",
+			want: `test.yaml:1: redis: redis://:xxxxx@127.0.0.1:bad/0: parse "redis://:xxxxx@127.0.0.1:bad/0": ` +
+				`invalid port ":bad" after host; write it as redis://[:PASSWORD@]HOST:PORT/DB`,
+		},
+		{
+			name: "read timeout shorter than the header timeout",
+			yaml: "read_header_timeout: 5s\nread_timeout: 2s\n",
+			want: `test.yaml:2: read_timeout: 2s is shorter than read_header_timeout 5s: a request's body would have no time left; ` +
+				`make it longer, or shorten read_header_timeout`,
+		},
+		{
+			name: "negative concurrency cap",
+			yaml: "max_concurrent_requests: -1\n",
+			want: `test.yaml:1: max_concurrent_requests: -1 is negative`,
+		},
+		{
 			name: "wrong type",
 			yaml: "shadow: maybe\n",
 			want: "test.yaml:1: shadow: cannot unmarshal !!str `maybe` into true or false",
@@ -201,7 +224,8 @@ func TestConfigRoundTrip(t *testing.T) {
 		Instance: "instance-2", LogLevel: slog.LevelWarn, Limiter: LimiterReference,
 		Store: StoreRedis, Redis: "redis://:pw@127.0.0.1:7000/0", FailureMode: "fallback",
 		StoreTimeout: 50 * time.Millisecond, Instances: 3, ClockOffset: -90 * time.Minute, Faulty: "non-atomic:5ms",
-		AnyKey: true, DecisionTimeHeader: true, TrustedProxies: []string{"127.0.0.0/8"},
+		AnyKey: true, DecisionTimeHeader: true, TrustedProxies: []string{"127.0.0.0/8"}, BaselineRoutes: true,
+		ReadTimeout: 15 * time.Second, MaxConcurrentRequests: 64, MaxBodyBytes: 4096,
 		Routes: map[string]RouteConfig{"search": {Cost: 2, Limits: []limiter.Limit{fixed}}},
 		ExtraRoutes: []ExtraRoute{
 			{Method: "GET", Path: "/api/items", Cost: 1, Limits: []limiter.Limit{gcra, fixed}},
@@ -240,6 +264,11 @@ func TestConfigRoundTrip(t *testing.T) {
 		{"ExtraRoutes[0].Limits[0]", got.ExtraRoutes[0].Limits[0], gcra},
 		{"ExtraRoutes[0].Limits[1]", got.ExtraRoutes[0].Limits[1], fixed},
 		{"ExtraRoutes[1].Baseline", got.ExtraRoutes[1].Baseline, true},
+		{"BaselineRoutes", got.BaselineRoutes, true},
+		{"ReadTimeout", got.ReadTimeout, 15 * time.Second},
+		{"ReadHeaderTimeout", got.ReadHeaderTimeout, DefaultReadHeaderTimeout},
+		{"MaxConcurrentRequests", got.MaxConcurrentRequests, 64},
+		{"MaxBodyBytes", got.MaxBodyBytes, int64(4096)},
 		{"Keys[0].RateLimitBurst", got.Keys[0].RateLimitBurst, int64(10)},
 	}
 	for _, c := range checks {

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/rlbench/rlbench/limiter/redisstore"
 )
 
 // migrations are the SQL files that create the key store's schema, applied
@@ -27,15 +30,25 @@ const migrationLock = 0x726c62656e6368 // "rlbench"
 
 // Migrate applies the embedded migrations that conn's database has not yet
 // recorded in rlbench_migrations, each in its own transaction, under an
-// advisory lock so that instances starting together apply each once.
+// advisory lock so that instances starting together apply each once. When
+// every migration is recorded it only reads: a role that may read api_keys
+// and rlbench_migrations and nothing more (as config/postgres-init.sql
+// creates) passes, and such a role meeting a new migration gets an error
+// saying to apply it as the schema's owner.
 func Migrate(ctx context.Context, conn *pgx.Conn) error {
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(migrationLock)); err != nil {
 		return fmt.Errorf("migrate: lock: %w", err)
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(migrationLock)) //nolint:errcheck // the lock dies with the session anyway
-	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS rlbench_migrations (
-		version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+	var recorded bool
+	if err := conn.QueryRow(ctx, "SELECT to_regclass('rlbench_migrations') IS NOT NULL").Scan(&recorded); err != nil {
 		return fmt.Errorf("migrate: %w", err)
+	}
+	if !recorded {
+		if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS rlbench_migrations (
+		version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return fmt.Errorf("migrate: %w%s", err, ownerHint(err))
+		}
 	}
 	names, err := fs.Glob(migrations, "migrations/*.sql")
 	if err != nil {
@@ -62,10 +75,19 @@ func Migrate(ctx context.Context, conn *pgx.Conn) error {
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("migrate %s: %w", name, err)
+			return fmt.Errorf("migrate %s: %w%s", name, err, ownerHint(err))
 		}
 	}
 	return nil
+}
+
+// ownerHint is the fix for a migration this role may not apply.
+func ownerHint(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42501" { // insufficient_privilege
+		return "; this role may not change the schema (as it should not): apply sampleapi/migrations as the database owner"
+	}
+	return ""
 }
 
 // PGKeys is a KeyStore reading table api_keys (see migrations/) from
@@ -103,7 +125,7 @@ func OpenPGKeys(ctx context.Context, dsn string, refresh time.Duration, logger *
 	k := &PGKeys{dsn: dsn, refresh: refresh, log: logger, done: make(chan struct{})}
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
-		return nil, fmt.Errorf("connect to postgres: %w", err)
+		return nil, fmt.Errorf("connect to postgres: %s", redisstore.Redact(err.Error(), dsn))
 	}
 	k.conn = conn
 	if err := Migrate(ctx, conn); err != nil {
@@ -146,7 +168,7 @@ func (k *PGKeys) Reload(ctx context.Context) error {
 	if k.conn == nil || k.conn.IsClosed() {
 		conn, err := pgx.Connect(ctx, k.dsn)
 		if err != nil {
-			return fmt.Errorf("reconnect to postgres: %w", err)
+			return fmt.Errorf("reconnect to postgres: %s", redisstore.Redact(err.Error(), k.dsn))
 		}
 		k.conn = conn
 	}

@@ -5,12 +5,17 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/rlbench/rlbench/limiter"
 )
@@ -109,7 +114,7 @@ func TestPGKeysPlanChangeTakesEffect(t *testing.T) {
 	}
 	clock := &fakeClock{}
 	clock.us.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro())
-	srv, err := NewServer(cfg, limiter.NewMemoryStore(limiter.WithClock(clock.Now)), keys, nil)
+	srv, err := NewServer(cfg, limiter.NewMemoryStore(limiter.WithClock(clock.Now)), keys, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,5 +200,91 @@ func TestOpenPGKeysUnreachable(t *testing.T) {
 	// Port 1 on loopback: nothing listens there.
 	if _, err := OpenPGKeys(ctx, "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=2", time.Second, nil); err == nil {
 		t.Fatal("OpenPGKeys succeeded without a server")
+	}
+}
+
+// TestSecretPostgresLeastPrivilege runs config/postgres-init.sql as the
+// owner of a fresh database (as the compose postgres service does) and
+// opens the key store as the role it creates: not a superuser, it reads
+// api_keys and may not write, create or apply a migration, and the sample
+// API starts on it all the same.
+func TestSecretPostgresLeastPrivilege(t *testing.T) {
+	dsn := testPostgres(t)
+	psql, err := exec.LookPath("psql")
+	if err != nil {
+		t.Skip("psql not installed: it runs config/postgres-init.sql")
+	}
+	ctx := context.Background()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	role, password := "rlbench_api_"+hex.EncodeToString(b[:]), "api-pw-"+hex.EncodeToString(b[:])
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // before the database is dropped
+		admin.Exec(ctx, "DROP OWNED BY "+role)
+		if _, err := admin.Exec(ctx, "DROP ROLE IF EXISTS "+role); err != nil {
+			t.Errorf("drop role %s: %v", role, err)
+		}
+		admin.Close(ctx)
+	})
+	migrations, err := filepath.Abs("migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(psql, "-X", "-q", "-d", dsn, "-f", "config/postgres-init.sql")
+	cmd.Env = append(os.Environ(), "RLBENCH_API_DB_PASSWORD="+password, "RLBENCH_API_DB_ROLE="+role, "RLBENCH_MIGRATIONS_DIR="+migrations)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("psql -f config/postgres-init.sql: %v\n%s", err, out)
+	}
+	insert := `INSERT INTO api_keys (name, key_hash, rate_limit_per_minute, rate_limit_burst, monthly_quota) VALUES ($1, $2, $3, $4, $5)`
+	if _, err := admin.Exec(ctx, insert, "pg test", HashAPIKey("pg-key"), 60, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	var super bool
+	if err := admin.QueryRow(ctx, "SELECT rolsuper FROM pg_roles WHERE rolname = $1", role).Scan(&super); err != nil || super {
+		t.Fatalf("role %s: superuser %v (%v), want a plain role", role, super, err)
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(role, password)
+	apiDSN := u.String()
+
+	keys, err := OpenPGKeys(ctx, apiDSN, time.Minute, nil)
+	if err != nil {
+		t.Fatalf("OpenPGKeys as %s: %v", role, err)
+	}
+	defer keys.Close()
+	if p, ok, _ := keys.Lookup(ctx, "pg-key"); !ok || p.Burst != 10 {
+		t.Fatalf("Lookup(pg-key) = %+v, %v; want the plan of burst 10", p, ok)
+	}
+	conn, err := pgx.Connect(ctx, apiDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, stmt := range []string{
+		"INSERT INTO api_keys (key_hash, rate_limit_per_minute, rate_limit_burst) VALUES ('" + HashAPIKey("x") + "', 1, 1)",
+		"UPDATE api_keys SET rate_limit_burst = 1000",
+		"DELETE FROM api_keys",
+		"CREATE TABLE intruder (id int)",
+		"DELETE FROM rlbench_migrations",
+	} {
+		_, err := conn.Exec(ctx, stmt)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+			t.Errorf("%s as %s: %v, want permission denied (42501)", stmt, role, err)
+		}
+	}
+	// A migration the role may not apply says who should.
+	if _, err := admin.Exec(ctx, "DELETE FROM rlbench_migrations"); err != nil {
+		t.Fatal(err)
+	}
+	err = Migrate(ctx, conn)
+	if err == nil || !strings.Contains(err.Error(), "apply sampleapi/migrations as the database owner") {
+		t.Fatalf("Migrate as %s with a migration left: %v, want the owner hint", role, err)
 	}
 }

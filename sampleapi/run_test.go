@@ -33,7 +33,7 @@ func startRun(t *testing.T, yamlText string) (addr string, cancel context.Cancel
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { errc <- Run(ctx, cfg, ln, nil) }()
+	go func() { errc <- Run(ctx, cfg, ln, nil, nil) }()
 	t.Cleanup(cancel)
 	return ln.Addr().String(), cancel, errc
 }
@@ -175,7 +175,7 @@ func TestFailureModes(t *testing.T) {
 				defer r.Close()
 				lim = r
 			}
-			srv, err := NewServer(cfg, lim, NewStaticKeys(cfg.Keys), nil)
+			srv, err := NewServer(cfg, lim, NewStaticKeys(cfg.Keys), nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

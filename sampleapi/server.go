@@ -10,12 +10,28 @@
 //	GET  /v1/search          cost 1, plus a per-route limit in the default config
 //	POST /v1/reports/export  cost 10
 //	GET  /v1/limits          the caller's budget, read with Peek (consumes nothing)
-//	GET  /baseline/v1/...    the three routes above with the limiter bypassed
-//	GET  /healthz            unlimited, unauthenticated
+//	GET  /baseline/v1/...    the three routes above with the limiter bypassed,
+//	                         only with baseline_routes: true
+//	GET  /livez              200 while the process serves
+//	GET  /readyz             200 when the store answers, else 503 (see below)
+//	GET  /healthz            the same as /readyz
 //	GET  /metrics            Prometheus metrics
 //
 // plus the configuration's extra_routes (a scenario's routes). Every
-// response carries X-Instance with the instance's name.
+// response carries X-Instance with the instance's name. At most
+// max_concurrent_requests requests are served at once (the health routes
+// and /metrics aside); one more is answered 503 with Retry-After at once.
+// Request bodies are capped at max_body_bytes.
+//
+// Readiness: /readyz pings the limiter's store within its timeout. When it
+// answers, 200. When it does not, the answer depends on what the instance
+// does with requests meanwhile: without a failure mode, or fail-closed,
+// every limited request gets 503, and so does /readyz (with the reason), so
+// that a load balancer stops sending traffic; fail-open and fallback serve
+// requests by their declared mode, so /readyz answers 200 with status
+// "degraded" rather than take every instance sharing the store out of
+// service at once. /healthz is an alias of /readyz: a health check that
+// said "ok" while every request failed was the fault it replaces.
 //
 // Callers present "Authorization: Bearer KEY" or "X-API-Key: KEY"; a key's
 // plan (a per-minute tier and a monthly quota) and the route's limits are
@@ -27,6 +43,7 @@
 package sampleapi
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -63,11 +80,22 @@ var defaultRoutes = map[string]routeDef{
 	"export": {http.MethodPost, "/v1/reports/export", 10},
 }
 
+// healthPaths are the routes that answer whatever the load: liveness,
+// readiness and its alias.
+var healthPaths = []string{"/livez", "/readyz", "/healthz"}
+
+// StoreCheck reports whether the limiter's store answers, within a timeout
+// of its own: nil when it does, else why not. Its error must not hold a
+// password. A nil StoreCheck stands for a store that is always there (the
+// memory store).
+type StoreCheck func(ctx context.Context) error
+
 // Server is one instance of the sample API. It is safe for concurrent use.
 type Server struct {
 	cfg     Config
 	lim     limiter.Limiter
 	keys    KeyStore
+	check   StoreCheck
 	reg     *prometheus.Registry
 	log     *slog.Logger
 	keyFunc httplimit.KeyFunc
@@ -76,14 +104,15 @@ type Server struct {
 	plans   sync.Map // Plan → []limiter.Limit, shared read-only
 }
 
-// NewServer returns an instance deciding with lim and authenticating with
-// keys, under a validated cfg (Config.Validate). It registers its metrics on
-// a registry of its own, served at /metrics.
-func NewServer(cfg Config, lim limiter.Limiter, keys KeyStore, logger *slog.Logger) (*Server, error) {
+// NewServer returns an instance deciding with lim, authenticating with
+// keys and reporting its readiness with check (nil: always ready), under a
+// validated cfg (Config.Validate). It registers its metrics on a registry
+// of its own, served at /metrics.
+func NewServer(cfg Config, lim limiter.Limiter, keys KeyStore, check StoreCheck, logger *slog.Logger) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, lim: lim, keys: keys, reg: prometheus.NewRegistry(), log: logger}
+	s := &Server{cfg: cfg, lim: lim, keys: keys, check: check, reg: prometheus.NewRegistry(), log: logger}
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	style, err := httplimit.ParseHeaderStyle(cfg.Headers)
 	if err != nil {
@@ -141,31 +170,127 @@ func NewServer(cfg Config, lim limiter.Limiter, keys KeyStore, logger *slog.Logg
 		return nil, err
 	}
 
-	mux := http.NewServeMux()
+	api := http.NewServeMux()
 	work := map[string]http.HandlerFunc{"data": s.data, "search": s.search, "export": s.export}
 	for name, def := range defaultRoutes {
-		mux.Handle(def.method+" "+def.path, mw.Handler(work[name]))
-		mux.Handle(def.method+" /baseline"+def.path, s.authOnly(work[name]))
-	}
-	for _, er := range cfg.ExtraRoutes {
-		if er.Baseline {
-			mux.Handle(er.Method+" "+er.Path, s.authOnly(http.HandlerFunc(s.data)))
-		} else {
-			mux.Handle(er.Method+" "+er.Path, mw.Handler(http.HandlerFunc(s.data)))
+		api.Handle(def.method+" "+def.path, mw.Handler(work[name]))
+		if cfg.BaselineRoutes {
+			api.Handle(def.method+" /baseline"+def.path, s.authOnly(work[name]))
 		}
 	}
-	mux.HandleFunc("GET /v1/limits", s.limits)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = io.WriteString(w, "ok\n")
+	for _, er := range cfg.ExtraRoutes {
+		switch {
+		case !er.Baseline:
+			api.Handle(er.Method+" "+er.Path, mw.Handler(http.HandlerFunc(s.data)))
+		case cfg.BaselineRoutes: // Validate refuses a baseline route without it
+			api.Handle(er.Method+" "+er.Path, s.authOnly(http.HandlerFunc(s.data)))
+		}
+	}
+	api.HandleFunc("GET /v1/limits", s.limits)
+	limited := s.capped(api)
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		writeJSON(w, Health{Status: StatusLive})
 	})
+	mux.HandleFunc("GET /readyz", s.ready)
+	mux.HandleFunc("GET /healthz", s.ready)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	mux.Handle("/", limited)
 	instance := cfg.Instance
 	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(InstanceHeader, instance)
 		mux.ServeHTTP(w, r)
 	})
 	return s, nil
+}
+
+// capped serves h for at most cfg.MaxConcurrentRequests requests at once
+// and answers one more 503 with Retry-After: 1 without waiting; it caps
+// every request body at cfg.MaxBodyBytes.
+func (s *Server) capped(h http.Handler) http.Handler {
+	limit := s.cfg.MaxConcurrentRequests
+	if limit <= 0 {
+		limit = DefaultMaxConcurrentRequests
+	}
+	maxBody := s.cfg.MaxBodyBytes
+	if maxBody <= 0 {
+		maxBody = DefaultMaxBodyBytes
+	}
+	inFlight := prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "rlbench", Subsystem: "sampleapi", Name: "in_flight_requests",
+		Help: "Requests being served, health checks and metrics aside.",
+	})
+	shed := prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "rlbench", Subsystem: "sampleapi", Name: "shed_requests_total",
+		Help: "Requests answered 503 because max_concurrent_requests requests were in flight.",
+	})
+	s.reg.MustRegister(inFlight, shed)
+	sem := make(chan struct{}, limit)
+	detail := fmt.Sprintf("the server is serving its limit of %d requests at once; retry shortly", limit)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case sem <- struct{}{}:
+		default:
+			shed.Inc()
+			w.Header().Set("Retry-After", "1")
+			httplimit.WriteProblem(w, httplimit.Problem{Status: http.StatusServiceUnavailable, Detail: detail, Instance: r.URL.Path, RetryAfter: 1})
+			return
+		}
+		inFlight.Inc()
+		defer func() { inFlight.Dec(); <-sem }()
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Health statuses in the body of /livez and /readyz.
+const (
+	StatusLive     = "live"
+	StatusReady    = "ready"
+	StatusDegraded = "degraded"  // the store fails; requests are answered by the failure mode
+	StatusNotReady = "not ready" // the store fails; limited requests get 503
+)
+
+// Health is the JSON body of /livez, /readyz and /healthz.
+type Health struct {
+	Status string `json:"status"`
+	// Store is the limiter's store: redis or memory (readiness only).
+	Store string `json:"store,omitempty"`
+	// FailureMode is the failure mode answering requests while the store fails.
+	FailureMode string `json:"failureMode,omitempty"`
+	// Reason says why the store is not ready.
+	Reason string `json:"reason,omitempty"`
+}
+
+// ready answers /readyz: see the package documentation.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	h := Health{Status: StatusReady, Store: s.cfg.Store}
+	if s.check == nil {
+		writeJSON(w, h)
+		return
+	}
+	err := s.check(r.Context())
+	if err == nil {
+		writeJSON(w, h)
+		return
+	}
+	h.Reason = err.Error()
+	switch mode := resilience.Mode(s.cfg.FailureMode); mode {
+	case resilience.FailOpen, resilience.Fallback:
+		h.Status, h.FailureMode = StatusDegraded, string(mode)
+		writeJSON(w, h)
+	default:
+		h.Status, h.FailureMode = StatusNotReady, s.cfg.FailureMode
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_ = json.NewEncoder(w).Encode(h)
+	}
 }
 
 // Handler is the instance's HTTP handler.
@@ -279,22 +404,38 @@ func (s *Server) limits(w http.ResponseWriter, r *http.Request) {
 	}
 	minute := limits[0]
 	d, err := s.lim.Peek(r.Context(), key, minute)
-	if err != nil {
-		s.log.Warn("budget peek failed", "key", key, "err", err)
-		httplimit.DefaultErrorHandler(w, r, err)
+	if err != nil || d.Degraded {
+		s.budgetUnknown(w, r, err)
 		return
 	}
 	b := Budget{Policy: minute.ID(), Limit: minute.Rate, Remaining: d.Remaining, ResetSeconds: d.ResetAfterSeconds(), Burst: minute.Burst}
 	if len(limits) > 1 {
 		month := limits[1]
 		md, err := s.lim.Peek(r.Context(), key, month)
-		if err != nil {
-			httplimit.DefaultErrorHandler(w, r, err)
+		if err != nil || md.Degraded {
+			s.budgetUnknown(w, r, err)
 			return
 		}
 		b.Monthly = &Quota{Limit: month.Capacity(), Remaining: md.Remaining, ResetSeconds: md.ResetAfterSeconds()}
 	}
 	writeJSON(w, b)
+}
+
+// budgetUnknown answers GET /v1/limits when the shared store cannot say
+// the budget: 503 with Retry-After. A decision the failure mode made
+// (Degraded) is not the budget either: fail-open and fail-closed know
+// nothing, and the fallback's local share is not the shared budget.
+func (s *Server) budgetUnknown(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, limiter.ErrInvalidCost) || errors.Is(err, limiter.ErrCostExceedsCapacity) {
+		httplimit.DefaultErrorHandler(w, r, err) // the request's fault, not the store's
+		return
+	}
+	if err != nil {
+		s.log.Warn("budget peek failed", "err", err)
+	}
+	w.Header().Set("Retry-After", "1")
+	httplimit.WriteProblem(w, httplimit.Problem{Status: http.StatusServiceUnavailable, Instance: r.URL.Path, RetryAfter: 1,
+		Detail: "the budget is unknown: the rate-limit store does not answer; retry shortly"})
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
@@ -333,15 +474,17 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]any{"instance": s.cfg.Instance, "query": q, "results": hits})
 }
 
-// maxExportBody bounds the request body of an export.
-const maxExportBody = 1 << 20
-
-// export stands for an expensive report: it hashes the request body and
-// the catalog many times over.
+// export stands for an expensive report: it hashes the request body
+// (capped at max_body_bytes) and the catalog many times over.
 func (s *Server) export(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxExportBody+1))
-	if err != nil || len(body) > maxExportBody {
-		httplimit.WriteProblem(w, httplimit.Problem{Status: http.StatusRequestEntityTooLarge, Detail: "the export request body exceeds 1 MiB", Instance: r.URL.Path})
+	body, err := io.ReadAll(r.Body)
+	if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+		httplimit.WriteProblem(w, httplimit.Problem{Status: http.StatusRequestEntityTooLarge,
+			Detail: fmt.Sprintf("the request body exceeds %d bytes", tooLarge.Limit), Instance: r.URL.Path})
+		return
+	}
+	if err != nil {
+		httplimit.WriteProblem(w, httplimit.Problem{Status: http.StatusBadRequest, Detail: "the request body could not be read", Instance: r.URL.Path})
 		return
 	}
 	h := sha256.New()

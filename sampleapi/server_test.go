@@ -39,7 +39,7 @@ func newAPI(t *testing.T, yamlText string) *apiFixture {
 	f := &apiFixture{clock: &fakeClock{}}
 	f.clock.us.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro())
 	store := limiter.NewMemoryStore(limiter.WithClock(f.clock.Now))
-	if f.srv, err = NewServer(cfg, store, NewStaticKeys(cfg.Keys), nil); err != nil {
+	if f.srv, err = NewServer(cfg, store, NewStaticKeys(cfg.Keys), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -72,7 +72,9 @@ func TestInstanceHeaderOnEveryResponse(t *testing.T) {
 		{"GET", "/v1/limits", bearer("demo-pro-key"), 200},
 		{"GET", "/v1/data", nil, 401},
 		{"GET", "/v1/data", bearer("not-a-key"), 401},
-		{"GET", "/baseline/v1/data", bearer("demo-pro-key"), 200},
+		{"GET", "/baseline/v1/data", bearer("demo-pro-key"), 404}, // baseline_routes is off
+		{"GET", "/livez", nil, 200},
+		{"GET", "/readyz", nil, 200},
 		{"GET", "/healthz", nil, 200},
 		{"GET", "/metrics", nil, 200},
 		{"GET", "/nowhere", nil, 404},
@@ -132,7 +134,6 @@ func TestRouteCostsAndLimits(t *testing.T) {
 	}{
 		{"POST", "/v1/reports/export", "demo-free-key", 200, "minute"},
 		{"GET", "/v1/data", "demo-free-key", 429, "minute"},
-		{"GET", "/baseline/v1/data", "demo-free-key", 200, ""},
 		{"GET", "/healthz", "", 200, ""},
 		{"GET", "/v1/data", "demo-pro-key", 200, "minute"},
 	}
@@ -230,6 +231,7 @@ func TestExtraRoutesAndAnyKey(t *testing.T) {
 	f := newAPI(t, `
 any_key: true
 allow_anonymous: true
+baseline_routes: true
 trusted_proxies: ["127.0.0.1"]
 extra_routes:
   - path: /api/items
@@ -309,7 +311,7 @@ func BenchmarkRoutes(b *testing.B) {
 	if err := cfg.Validate(); err != nil {
 		b.Fatal(err)
 	}
-	srv, err := NewServer(cfg, limiter.NewMemoryStore(), NewStaticKeys(cfg.Keys), nil)
+	srv, err := NewServer(cfg, limiter.NewMemoryStore(), NewStaticKeys(cfg.Keys), nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

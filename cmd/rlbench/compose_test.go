@@ -2,13 +2,18 @@ package main
 
 import (
 	"bufio"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/rlbench/rlbench/limiter/redisstore"
+	"github.com/rlbench/rlbench/sampleapi"
 	"github.com/rlbench/rlbench/scenarios"
 )
 
@@ -20,12 +25,78 @@ type composeFile struct {
 }
 
 type composeService struct {
-	Image    string    `yaml:"image"`
-	Build    yaml.Node `yaml:"build"`
-	Command  yaml.Node `yaml:"command"`
-	Volumes  []string  `yaml:"volumes"`
-	Ports    []string  `yaml:"ports"`
-	Profiles []string  `yaml:"profiles"`
+	Image       string            `yaml:"image"`
+	Build       yaml.Node         `yaml:"build"`
+	User        string            `yaml:"user"`
+	Command     yaml.Node         `yaml:"command"`
+	Entrypoint  yaml.Node         `yaml:"entrypoint"`
+	Environment map[string]string `yaml:"environment"`
+	Healthcheck struct {
+		Test yaml.Node `yaml:"test"`
+	} `yaml:"healthcheck"`
+	Volumes  []string `yaml:"volumes"`
+	Ports    []string `yaml:"ports"`
+	Profiles []string `yaml:"profiles"`
+}
+
+// interpolate expands s as docker compose does with no variable set: each
+// ${VAR:-default} or ${VAR-default} becomes its default, ${VAR} and $VAR
+// nothing, and $$ a literal $ (left for the container's shell).
+func interpolate(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch next := s[i+1]; {
+		case next == '$':
+			b.WriteByte('$')
+			i++
+		case next == '{':
+			end := strings.IndexByte(s[i:], '}')
+			if end < 0 {
+				b.WriteString(s[i:])
+				return b.String()
+			}
+			expr := s[i+2 : i+end]
+			if _, def, ok := strings.Cut(expr, "-"); ok {
+				b.WriteString(strings.TrimPrefix(def, "-"))
+			}
+			i += end
+		default:
+			j := i + 1
+			for j < len(s) && (s[j] == '_' || s[j] >= 'A' && s[j] <= 'Z' || s[j] >= 'a' && s[j] <= 'z' || s[j] >= '0' && s[j] <= '9') {
+				j++
+			}
+			i = j - 1
+		}
+	}
+	return b.String()
+}
+
+// args returns a command, entrypoint or health check, in list or string
+// form, interpolated.
+func args(n yaml.Node) []string {
+	var list []string
+	if n.Kind == yaml.ScalarNode {
+		list = []string{n.Value}
+	} else if err := n.Decode(&list); err != nil {
+		return nil
+	}
+	for i, a := range list {
+		list[i] = interpolate(a)
+	}
+	return list
+}
+
+// env returns the service's environment, interpolated.
+func (svc composeService) env() map[string]string {
+	out := map[string]string{}
+	for k, v := range svc.Environment {
+		out[k] = interpolate(v)
+	}
+	return out
 }
 
 // mounts maps container paths to their source in the repository: the
@@ -83,11 +154,9 @@ func dockerfileCopies(t *testing.T) mounts {
 	return m
 }
 
-// TestDockerCompose checks docker-compose.yml without a Docker engine: every
-// rlbench service's command line is accepted by rlbench's own parser for
-// serve (and its configuration validates), every file it references
-// exists, and the API instances share one Redis under distinct names.
-func TestDockerCompose(t *testing.T) {
+// loadCompose reads and decodes docker-compose.yml.
+func loadCompose(t *testing.T) composeFile {
+	t.Helper()
 	data, err := os.ReadFile(filepath.Join(repoRoot, "docker-compose.yml"))
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +165,16 @@ func TestDockerCompose(t *testing.T) {
 	if err := yaml.Unmarshal(data, &cf); err != nil {
 		t.Fatalf("docker-compose.yml: %v", err)
 	}
+	return cf
+}
+
+// TestDockerCompose checks docker-compose.yml without a Docker engine: every
+// rlbench service's command line is accepted by rlbench's own parser for
+// serve (and its configuration, with the service's environment, validates),
+// every file it references exists, and the API instances share one Redis
+// under distinct names.
+func TestDockerCompose(t *testing.T) {
+	cf := loadCompose(t)
 	image := dockerfileCopies(t)
 	var (
 		serves    int
@@ -105,7 +184,7 @@ func TestDockerCompose(t *testing.T) {
 	)
 	for name, svc := range cf.Services {
 		for _, p := range svc.Ports {
-			host, _, _ := strings.Cut(p, ":")
+			host := p[:strings.LastIndexByte(p, ':')]
 			if other, dup := hostPorts[host]; dup {
 				t.Errorf("services %s and %s publish the same host port %s", name, other, host)
 			}
@@ -141,9 +220,15 @@ func TestDockerCompose(t *testing.T) {
 			t.Errorf("service %s: command must be a non-empty list of arguments: %v", name, err)
 			continue
 		}
+		args = composeArgs(args)
 		switch args[0] {
 		case "serve":
-			serves++
+			if len(svc.Profiles) == 0 {
+				serves++
+			}
+			env := svc.env()
+			t.Setenv(sampleapi.RedisURLEnv, env[sampleapi.RedisURLEnv])
+			t.Setenv(sampleapi.PostgresURLEnv, env[sampleapi.PostgresURLEnv])
 			c := &serveCommand{}
 			f, set, err := c.parse(args[1:])
 			if err != nil {
@@ -197,7 +282,7 @@ func TestDockerCompose(t *testing.T) {
 		}
 	}
 	if serves != 3 {
-		t.Errorf("serve services = %d, want 3 sample API instances", serves)
+		t.Errorf("serve services without a profile = %d, want 3 sample API instances", serves)
 	}
 	if len(redisURLs) != 1 {
 		t.Errorf("the instances use %d Redis URLs %v, want one shared", len(redisURLs), redisURLs)
@@ -218,6 +303,157 @@ func TestMountsHostPath(t *testing.T) {
 		got, ok := m.hostPath(tt.in)
 		if got != tt.want || ok != tt.ok {
 			t.Errorf("hostPath(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// composeArgs interpolates a command's arguments.
+func composeArgs(list []string) []string {
+	out := make([]string, len(list))
+	for i, a := range list {
+		out[i] = interpolate(a)
+	}
+	return out
+}
+
+// TestComposeSecureByDefault holds docker-compose.yml to a deployable
+// example's defaults: no port published beyond loopback, a Redis that
+// requires the password the instances are given, no secret on any command
+// line (ps shows it to every user), no service running as root, and
+// instances that read PostgreSQL as a role that is not its superuser and
+// may only read the keys (config/postgres-init.sql).
+func TestComposeSecureByDefault(t *testing.T) {
+	cf := loadCompose(t)
+	secretName := regexp.MustCompile(`(?i)password|secret|token|_auth`)
+	secrets := map[string]string{} // value → where it is defined
+	for name, svc := range cf.Services {
+		for k, v := range svc.env() {
+			if secretName.MatchString(k) && v != "" {
+				secrets[v] = name + " " + k
+			}
+			if u, err := url.Parse(v); err == nil {
+				if p, ok := u.User.Password(); ok && p != "" {
+					secrets[p] = name + " " + k
+				}
+			}
+		}
+	}
+	var redisPassword, pgOwner, pgAPIPassword string
+	pgDSNs := 0
+	for name, svc := range cf.Services {
+		t.Run(name, func(t *testing.T) {
+			for _, p := range svc.Ports {
+				host, _, ok := strings.Cut(p, ":")
+				ip := net.ParseIP(strings.Trim(host, "[]"))
+				if !ok || strings.Count(p, ":") < 2 && !strings.HasPrefix(p, "[") || ip == nil || !ip.IsLoopback() {
+					t.Errorf("ports %q: published on every interface; publish on 127.0.0.1 (\"127.0.0.1:8081:8080\")", p)
+				}
+			}
+			user := interpolate(svc.User)
+			if uid, _, _ := strings.Cut(user, ":"); uid == "" || uid == "0" || uid == "root" {
+				t.Errorf("user %q: the service runs as root; name a user of its image", svc.User)
+			}
+			var lines [][]string
+			lines = append(lines, args(svc.Command), args(svc.Entrypoint), args(svc.Healthcheck.Test))
+			for _, line := range lines {
+				for _, a := range line {
+					for secret, where := range secrets {
+						if strings.Contains(a, secret) {
+							t.Errorf("the command line %q holds the secret of %s", line, where)
+						}
+					}
+					if redisstore.RedactURL(a) != a {
+						t.Errorf("the command line %q holds a password", line)
+					}
+				}
+			}
+			env := svc.env()
+			if strings.HasPrefix(svc.Image, "redis:") {
+				joined := strings.Join(args(svc.Command), " ")
+				ref := regexp.MustCompile(`requirepass "?\$\{?([A-Za-z_][A-Za-z0-9_]*)`).FindStringSubmatch(joined)
+				if ref == nil || env[ref[1]] == "" {
+					t.Errorf("command %q: Redis requires no password; write requirepass from a variable of its environment", joined)
+				} else {
+					redisPassword = env[ref[1]]
+				}
+			}
+			if strings.HasPrefix(svc.Image, "postgres:") {
+				pgOwner = cmpOr(env["POSTGRES_USER"], "postgres")
+				pgAPIPassword = env["RLBENCH_API_DB_PASSWORD"]
+				init := false
+				for _, v := range svc.Volumes {
+					if strings.Contains(v, "postgres-init.sql:/docker-entrypoint-initdb.d/") {
+						init = true
+					}
+				}
+				if !init || pgAPIPassword == "" {
+					t.Errorf("postgres: mount sampleapi/config/postgres-init.sql in /docker-entrypoint-initdb.d/ and give RLBENCH_API_DB_PASSWORD")
+				}
+			}
+		})
+	}
+	if redisPassword == "" {
+		t.Fatal("no Redis service with a password")
+	}
+	init, err := os.ReadFile(filepath.Join(repoRoot, "sampleapi/config/postgres-init.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, svc := range cf.Services {
+		env := svc.env()
+		if raw := env[sampleapi.RedisURLEnv]; raw != "" {
+			u, err := url.Parse(raw)
+			if p, _ := u.User.Password(); err != nil || p != redisPassword {
+				t.Errorf("service %s: %s = %s, want the password Redis requires", name, sampleapi.RedisURLEnv, redisstore.RedactURL(raw))
+			}
+		}
+		if raw := env[sampleapi.PostgresURLEnv]; raw != "" {
+			pgDSNs++
+			u, err := url.Parse(raw)
+			if err != nil {
+				t.Fatalf("service %s: %s: %v", name, sampleapi.PostgresURLEnv, err)
+			}
+			user := u.User.Username()
+			if user == "" || user == pgOwner || user == "postgres" {
+				t.Errorf("service %s: PostgreSQL user %q is the superuser; use the role postgres-init.sql creates", name, user)
+			}
+			if p, _ := u.User.Password(); p != pgAPIPassword {
+				t.Errorf("service %s: the PostgreSQL password is not the one postgres-init.sql gives %s", name, user)
+			}
+			if !strings.Contains(string(init), "\\set api_role "+user+"\n") ||
+				!strings.Contains(string(init), `GRANT SELECT ON api_keys, rlbench_migrations TO :"api_role";`) {
+				t.Errorf("service %s: postgres-init.sql does not create role %s with read rights only", name, user)
+			}
+			for _, grant := range regexp.MustCompile(`(?m)^GRANT .*$`).FindAllString(string(init), -1) {
+				if regexp.MustCompile(`(?i)\b(INSERT|UPDATE|DELETE|CREATE|ALL|TRUNCATE)\b`).MatchString(grant) {
+					t.Errorf("postgres-init.sql: %q grants more than reading", grant)
+				}
+			}
+		}
+	}
+	if pgDSNs == 0 {
+		t.Error("no instance reads keys from PostgreSQL; the role check would check nothing")
+	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func TestInterpolate(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"redis://:${REDIS_PASSWORD:-dev}@redis:6379/0", "redis://:dev@redis:6379/0"},
+		{"${A-x}${B}", "x"},
+		{`echo "requirepass $$REDIS_PASSWORD"`, `echo "requirepass $REDIS_PASSWORD"`},
+		{"$HOME/x", "/x"},
+		{"${RLBENCH_UID:-1000}:${RLBENCH_GID:-1000}", "1000:1000"},
+	}
+	for _, tc := range cases {
+		if got := interpolate(tc.in); got != tc.want {
+			t.Errorf("interpolate(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/harness/peers"
+	"github.com/rlbench/rlbench/limiter/redisstore"
 	"github.com/rlbench/rlbench/sampleapi"
 	"github.com/rlbench/rlbench/sampleapi/faulty"
 )
@@ -28,12 +29,17 @@ instance name, store, Redis URL, failure mode, store timeout, clock offset,
 faulty variant, limiter, routes and their policies, keys); rlbench run writes
 one per instance. Several instances given the same Redis share one budget per
 key. With no --config the embedded default configuration is used, with demo
-keys demo-free-key, demo-pro-key and demo-bench-key. Once listening it prints
-"listening on HOST:PORT" on stdout; on SIGTERM or SIGINT it stops accepting
-and drains in-flight requests. Each flag set overrides the configuration
-file. A Redis URL with a password is better kept off the command line: put it
-in the file (redis:) or in $` + sampleapi.RedisURLEnv + `, read when neither
---redis nor the file gives one.`,
+keys demo-free-key, demo-pro-key and demo-bench-key. It binds its address,
+waits up to ` + sampleapi.DefaultStoreStartWait.String() + ` for Redis's first answer (and warns if Redis may evict
+limiter state), then prints "listening on HOST:PORT" on stdout; when Redis does
+not answer it logs so and serves anyway, /readyz answering 503 (degraded under
+fail-open and fallback) until Redis is back. /livez says the process is up.
+On SIGTERM or SIGINT it stops accepting and drains in-flight requests. Each
+flag set overrides the configuration file. URLs with a password are better
+kept off the command line (ps shows it to every user): put them in the file
+(redis:, postgres:) or in $` + sampleapi.RedisURLEnv + ` and $` + sampleapi.PostgresURLEnv + `, read when neither
+the flag nor the file gives one. Passwords are redacted from every log line
+and error.`,
 }
 
 func (c *serveCommand) Usage() string { return serveHelp.text(new(serveFlags).flagSet()) }
@@ -44,7 +50,7 @@ type serveFlags struct {
 	failureMode, faulty, limiter                                      string
 	planRefresh, shutdownTimeout, storeTimeout, clockOffset           time.Duration
 	instances                                                         int
-	shadow                                                            bool
+	shadow, baselineRoutes                                            bool
 }
 
 func (f *serveFlags) flagSet() *flag.FlagSet {
@@ -59,6 +65,9 @@ func (f *serveFlags) flagSet() *flag.FlagSet {
 	fs.StringVar(&f.instance, "instance", "", "name the instance `NAME` in the X-Instance header (default the host name)")
 	fs.StringVar(&f.headers, "headers", "", "send RateLimit headers in `STYLES`, comma-separated: ietf, draft06, legacy or none")
 	fs.BoolVar(&f.shadow, "shadow", false, "decide and count, never reject")
+	fs.BoolVar(&f.baselineRoutes, "baseline-routes", false, "serve the baseline routes (/baseline/v1/... and extra "+
+		"routes marked baseline): the routes' work for any caller with the limiter bypassed, to measure its overhead; "+
+		"never in service")
 	fs.StringVar(&f.failureMode, "failure-mode", "", "the `MODE` when the store fails: open, closed (503) or "+
 		"fallback (local share); unset: no resilience wrapper")
 	fs.DurationVar(&f.storeTimeout, "store-timeout", 0, "bound on each store call with --failure-mode (default 50ms)")
@@ -113,6 +122,9 @@ func (f *serveFlags) configure(set map[string]bool) (sampleapi.Config, error) {
 	if set["shadow"] {
 		cfg.Shadow = f.shadow
 	}
+	if set["baseline-routes"] {
+		cfg.BaselineRoutes = f.baselineRoutes
+	}
 	if set["failure-mode"] {
 		cfg.FailureMode = f.failureMode
 	}
@@ -136,8 +148,19 @@ func (f *serveFlags) configure(set map[string]bool) (sampleapi.Config, error) {
 			return cfg, usagef("--log-level %q: use debug, info, warn or error", f.logLevel)
 		}
 	}
+	if set["redis"] {
+		if err := sampleapi.CheckRedisURL(f.redis); err != nil {
+			return cfg, usagef("--redis %v", err)
+		}
+	}
 	if env := os.Getenv(sampleapi.RedisURLEnv); env != "" && !set["redis"] && cfg.Redis == "" {
+		if err := sampleapi.CheckRedisURL(env); err != nil {
+			return cfg, fmt.Errorf("$%s: %v", sampleapi.RedisURLEnv, err)
+		}
 		cfg.Redis = env
+	}
+	if env := os.Getenv(sampleapi.PostgresURLEnv); env != "" && !set["postgres"] && cfg.Postgres == "" {
+		cfg.Postgres = env
 	}
 	if set["redis"] && !set["store"] && cfg.Store == sampleapi.StoreMemory {
 		cfg.Store = sampleapi.StoreRedis // --redis alone means: use it
@@ -159,9 +182,21 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 	}
 	cfg, err := f.configure(set)
 	if err != nil {
-		return err
+		return redactedError(err, f.redis, os.Getenv(sampleapi.RedisURLEnv), f.postgres, os.Getenv(sampleapi.PostgresURLEnv))
 	}
-	logger := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: cfg.LogLevel})).With("instance", cfg.Instance)
+	if err := c.serve(ctx, cfg); err != nil {
+		return redactedError(err, cfg.Redis, cfg.Postgres)
+	}
+	return nil
+}
+
+// serve runs the instance cfg describes; its errors may quote URLs, which
+// Run redacts.
+func (c *serveCommand) serve(ctx context.Context, cfg sampleapi.Config) error {
+	logger := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{
+		Level:       cfg.LogLevel,
+		ReplaceAttr: redactAttr(cfg.Redis, cfg.Postgres),
+	})).With("instance", cfg.Instance)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -171,15 +206,48 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 		logger.Warn("FAULTY LIMITER: this instance runs a deliberately broken limiter for mutation testing; never serve real traffic with it",
 			"variant", cfg.Faulty, "fault", v.Fault)
 	}
-	fmt.Fprintf(c.stdout, "listening on %s\n", ln.Addr())
+	if cfg.BaselineRoutes {
+		logger.Warn("baseline routes are on: they serve any authenticated caller with the limiter bypassed; use them to measure overhead, never in service")
+	}
+	listening := func() { fmt.Fprintf(c.stdout, "listening on %s\n", ln.Addr()) }
 	if cfg.Limiter == sampleapi.LimiterRedisRate {
+		listening()
 		return serveRedisRate(ctx, cfg, ln)
 	}
-	if err := sampleapi.Run(ctx, cfg, ln, logger); err != nil {
+	if err := sampleapi.Run(ctx, cfg, ln, logger, listening); err != nil {
 		return err
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// redactAttr is a slog ReplaceAttr that removes the passwords of conns
+// from every string and error logged.
+func redactAttr(conns ...string) func([]string, slog.Attr) slog.Attr {
+	return func(_ []string, a slog.Attr) slog.Attr {
+		switch a.Value.Kind() {
+		case slog.KindString:
+			a.Value = slog.StringValue(redisstore.Redact(a.Value.String(), conns...))
+		case slog.KindAny:
+			if err, ok := a.Value.Any().(error); ok {
+				a.Value = slog.StringValue(redisstore.Redact(err.Error(), conns...))
+			}
+		}
+		return a
+	}
+}
+
+// redactedError is err with the passwords of conns removed from its
+// message; it keeps err's usage-error kind (the exit code), not its chain.
+func redactedError(err error, conns ...string) error {
+	msg := redisstore.Redact(err.Error(), conns...)
+	if msg == err.Error() {
+		return err
+	}
+	if ue := (*usageError)(nil); errors.As(err, &ue) {
+		return usagef("%s", msg)
+	}
+	return errors.New(msg)
 }
 
 // serveRedisRate serves cfg's extra routes with go-redis/redis_rate on

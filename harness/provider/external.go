@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlbench/rlbench/limiter/redisstore"
 	"github.com/rlbench/rlbench/scenarios"
 )
 
@@ -25,11 +26,11 @@ func StartExternal(ctx context.Context, url string) (*External, error) {
 		return nil, fmt.Errorf("external redis: no URL; give one such as redis://127.0.0.1:6380/0")
 	}
 	opt, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, fmt.Errorf("external redis: %w", err)
+	if err != nil { // url.Parse's error quotes the URL: redact its password
+		return nil, fmt.Errorf("external redis %s: %s", redisstore.RedactURL(url), redisstore.Redact(err.Error(), url))
 	}
 	if err := ping(ctx, opt, readyTimeout); err != nil {
-		return nil, fmt.Errorf("external redis: %w", err)
+		return nil, fmt.Errorf("external redis %s: %w", redisstore.RedactURL(url), redisstore.CheckAuth(err))
 	}
 	return &External{url: url, addr: opt.Addr}, nil
 }

@@ -16,7 +16,8 @@ import (
 // file: its name, the store and redisURL (when the store is Redis), the
 // failure mode and store timeout, the number of instances sharing the
 // store, its clock offset, the limiter (redis_rate for that peer) and the
-// scenario's routes with their costs and policies. Every generated API key
+// scenario's routes with their costs and policies (baseline routes turned
+// on when the scenario has one). Every generated API key
 // is accepted (identities are held to the route limits only) and responses
 // carry the limiter's decision time. faulty, when set, names the faulty
 // variant it runs instead of the reference limiter.
@@ -58,6 +59,9 @@ func InstanceConfig(sc *scenarios.Scenario, i int, redisURL, faulty string) samp
 		if er.Method == "" {
 			er.Method = http.MethodGet
 		}
+		// The scenario's routes without a policy measure the limiter's
+		// overhead; the sample API serves them only when told to.
+		cfg.BaselineRoutes = cfg.BaselineRoutes || er.Baseline
 		cfg.ExtraRoutes = append(cfg.ExtraRoutes, er)
 	}
 	return cfg

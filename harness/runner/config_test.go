@@ -54,10 +54,15 @@ func TestInstanceConfigIsAcceptedBySampleAPI(t *testing.T) {
 				if got, want := len(got.ExtraRoutes), len(sc.Target.Routes); got != want {
 					t.Fatalf("%d routes in the configuration, want %d", got, want)
 				}
+				baseline := false
 				for j, rt := range sc.Target.Routes {
 					if !slices.Equal(got.ExtraRoutes[j].Limits, rt.Policies) {
 						t.Fatalf("route %s: limits read back %v, want %v", rt.Path, got.ExtraRoutes[j].Limits, rt.Policies)
 					}
+					baseline = baseline || rt.Baseline()
+				}
+				if got.BaselineRoutes != baseline {
+					t.Fatalf("baseline_routes = %v, want %v: on exactly when the scenario has a baseline route", got.BaselineRoutes, baseline)
 				}
 			}
 		})

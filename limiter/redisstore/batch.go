@@ -195,7 +195,16 @@ func (b *batcher) pipeline(ctx context.Context, groups [][]*call, eval func(p re
 		}
 		cmds[i] = eval(pipe, keys, args)
 	}
-	_, _ = pipe.Exec(ctx) // errors are read per command
+	if _, err := pipe.Exec(ctx); err != nil {
+		// Errors are read per command; but a failure before any command
+		// was sent (a refused AUTH on a new connection, a dial error)
+		// leaves commands without a reply or an error of their own.
+		for _, cmd := range cmds {
+			if cmd.Err() == nil && cmd.Val() == nil {
+				cmd.SetErr(err)
+			}
+		}
+	}
 	return cmds
 }
 

@@ -158,8 +158,9 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 // AllowN implements limiter.Limiter: it reports whether a request of cost n
 // for key may happen now on Redis's clock and, if so, charges n to every
 // limit, all-or-nothing. Errors: those of limiter.CheckRequest, before Redis
-// is contacted; a Redis or network error wrapped with context; an error
-// wrapping ErrUnexpectedReply; ctx's error when it ends first.
+// is contacted; a Redis or network error wrapped with context (one wrapping
+// ErrAuth when Redis refuses the credentials); an error wrapping
+// ErrUnexpectedReply; ctx's error when it ends first.
 func (s *Store) AllowN(ctx context.Context, key string, n int64, limits ...limiter.Limit) (limiter.Decision, error) {
 	if err := limiter.CheckRequest(n, limits); err != nil {
 		return limiter.Decision{}, err
@@ -188,7 +189,7 @@ func (s *Store) Reset(ctx context.Context, key string, limits ...limiter.Limit) 
 		return err
 	}
 	if err := s.client.Del(ctx, s.keys(key, limits)...).Err(); err != nil {
-		return fmt.Errorf("redis reset: %w", err)
+		return fmt.Errorf("redis reset: %w", CheckAuth(err))
 	}
 	return nil
 }
@@ -220,7 +221,7 @@ func (s *Store) decide(ctx context.Context, key string, n int64, limits []limite
 		}
 	}
 	if err != nil {
-		return limiter.Decision{}, fmt.Errorf("redis decide: %w", err)
+		return limiter.Decision{}, fmt.Errorf("redis decide: %w", CheckAuth(err))
 	}
 	return parseReply(reply, limits)
 }
