@@ -91,7 +91,7 @@ func serveTarget(t *testing.T, ln net.Listener, sc *scenarios.Scenario, redisURL
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- sampleapi.Run(ctx, cfg, ln, nil) }()
+	go func() { done <- sampleapi.Run(ctx, cfg, ln, nil, nil) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -110,7 +110,7 @@ func routeAll(ctx context.Context, sc *scenarios.Scenario, cfg sampleapi.Config)
 			err = fmt.Errorf("sample API server: %v", p)
 		}
 	}()
-	srv, err := sampleapi.NewServer(cfg, lim, keys, nil)
+	srv, err := sampleapi.NewServer(cfg, lim, keys, nil, nil)
 	if err != nil {
 		return fmt.Errorf("sample API server: %w", err)
 	}
