@@ -11,14 +11,17 @@
 # The image holds redis-server too, so `rlbench run` can start its own Redis
 # (provider process) when no external one is given.
 
-FROM golang:1.26-bookworm AS build
+# Base images are pinned by digest (the tag is for people); refresh both with
+#   docker buildx imagetools inspect golang:1.26-bookworm --format '{{json .Manifest.Digest}}'
+#   docker buildx imagetools inspect debian:bookworm-slim --format '{{json .Manifest.Digest}}'
+FROM golang:1.26-bookworm@sha256:a688600ca24f8a4d3ca77f95b0dd40704a9fc787c826660eb7ba0b641b8b175d AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/rlbench ./cmd/rlbench
 
-FROM debian:bookworm-slim
+FROM debian:bookworm-slim@sha256:3783cc01769c7b2b1b83a5c5ad96c815348e28ed7da68e2e3687004faa906251
 RUN apt-get update \
  && apt-get install -y --no-install-recommends redis-server ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
