@@ -89,16 +89,17 @@ func (id Identities) Sets() []IdentitySet {
 	return out
 }
 
-// SetsOf returns the sets of the named groups, in the order of Sets; with
-// no names, every set. Unknown names are skipped (validation rejects them).
+// SetsOf returns the sets of the named groups, in the order named; with
+// no names, every set (Sets). Unknown names are skipped (validation
+// rejects them).
 func (id Identities) SetsOf(groups []string) []IdentitySet {
 	all := id.Sets()
 	if len(groups) == 0 {
 		return all
 	}
 	var out []IdentitySet
-	for _, s := range all {
-		for _, name := range groups {
+	for _, name := range groups {
+		for _, s := range all {
 			if s.Group == name && name != "" {
 				out = append(out, s)
 				break
