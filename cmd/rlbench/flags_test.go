@@ -138,7 +138,7 @@ func TestCommandUsage(t *testing.T) {
 	}
 	for name, fs := range map[string]*flag.FlagSet{
 		"run": new(runFlags).flagSet(), "check": new(checkFlags).flagSet(), "report": new(reportFlags).flagSet(),
-		"mutate": new(mutateFlags).flagSet(), "serve": new(serveFlags).flagSet(),
+		"mutate": new(mutateFlags).flagSet(), "serve": new(serveFlags).flagSet(), "init": new(initFlags).flagSet(),
 	} {
 		usage := commands[name]().Usage()
 		fs.VisitAll(func(f *flag.Flag) {
