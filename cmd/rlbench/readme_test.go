@@ -71,6 +71,14 @@ func TestREADMEBlocks(t *testing.T) {
 	}
 	// What each block must print, in the README's order.
 	wants := [][]string{{
+		"my-api.yaml: valid (my-api, 3 phases", // Gating your own limiter: init, validate, run
+		"retry-after-probe",
+		"Verdict: pass",
+	}, {
+		"fault-injected", // the drill through the proxy
+		"redis_latency #1 closed",
+		"Verdict: pass",
+	}, {
 		"200 200 200 200 200 200 200 200 200 200 429 429 \n", // ten admitted: one burst over three instances
 		"HTTP/1.1 429 Too Many Requests",
 		"Retry-After: 1",
