@@ -326,15 +326,22 @@ func redisVersion(ctx context.Context, rdb *redis.Client) string {
 	return "unknown"
 }
 
-// algorithms lists the algorithms of every policy of the scenario.
+// algorithms lists the algorithms of every policy of the scenario, its
+// routes' and its identity groups'.
 func algorithms(sc *scenarios.Scenario) []limiter.Algorithm {
 	var algs []limiter.Algorithm
-	for _, rt := range sc.Target.Routes {
-		for _, l := range rt.Policies {
+	add := func(limits []limiter.Limit) {
+		for _, l := range limits {
 			if !slices.Contains(algs, l.Algorithm) {
 				algs = append(algs, l.Algorithm)
 			}
 		}
+	}
+	for _, rt := range sc.Target.Routes {
+		add(rt.Policies)
+	}
+	for _, g := range sc.Identities.Groups {
+		add(g.Policies)
 	}
 	return algs
 }
