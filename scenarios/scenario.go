@@ -356,9 +356,10 @@ const (
 // Identities describes the clients that send the traffic. Identity
 // returns each one's name and what its requests carry.
 type Identities struct {
-	// Count is the number of distinct identities; 1 when the file does not
-	// say, or the number of keys in KeysFile (one fewer when a
-	// retry_after_probe needs one of them for itself).
+	// Count is the number of distinct identities, those of Groups
+	// included. Of no group: identities.count; 1 when the file does not
+	// say (0 when it gives groups), or the number of keys in KeysFile (one
+	// fewer when a retry_after_probe needs one of them for itself).
 	Count int
 	// Distribution is Uniform when the file does not say.
 	Distribution Distribution
