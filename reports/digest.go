@@ -90,7 +90,8 @@ type digest struct {
 	outcomes  [3]bins // requests by send time: admitted, rejected, error
 	instances map[string]*instanceCounts
 	routes    []*routeDigest
-	routeOf   map[string]int // record route to index in routes, -1 for none
+	routeOf   map[string]int // record route (and key, when policies name keys) to index in routes, -1 for none
+	byKey     bool           // some policy names the keys it holds
 	unrouted  int            // records on a route without limits
 	retry     retryDigest
 	proofs    []*proofDigest
@@ -158,6 +159,7 @@ type instanceCounts struct {
 // routeDigest is the admitted units per key on the routes of one limit set.
 type routeDigest struct {
 	route    string
+	key      string // the keys it holds ("free-*"); empty: every key
 	limits   []limiter.Limit
 	skipped  []string // limit specs that do not parse
 	windowNs int64    // the first limit's window, for window algorithms
@@ -258,7 +260,8 @@ func newDigest(h history.Header, ss checker.ScenarioSummary, rec *runrecord.Scen
 	d.excused = excusedWindows(rec)
 	align := h.Start.UnixNano() + offset
 	for _, p := range routePolicies(h, rec) {
-		rd := &routeDigest{route: p.Route, alignNs: align, keys: map[string]*keySeries{}}
+		rd := &routeDigest{route: p.Route, key: p.Key, alignNs: align, keys: map[string]*keySeries{}}
+		d.byKey = d.byKey || p.Key != ""
 		for _, spec := range p.Limits {
 			l, err := limiter.ParseLimit(spec)
 			if err != nil {
@@ -327,17 +330,21 @@ func matchRoute(pattern, route string) bool {
 	return pattern == route
 }
 
-func (d *digest) route(name string) *routeDigest {
-	i, ok := d.routeOf[name]
+func (d *digest) route(name, key string) *routeDigest {
+	at := name
+	if d.byKey {
+		at = name + "\x00" + key
+	}
+	i, ok := d.routeOf[at]
 	if !ok {
 		i = -1
 		for j, rd := range d.routes {
-			if matchRoute(rd.route, name) {
+			if matchRoute(rd.route, name) && matchRoute(rd.key, key) {
 				i = j
 				break
 			}
 		}
-		d.routeOf[name] = i
+		d.routeOf[at] = i
 	}
 	if i < 0 {
 		return nil
@@ -383,7 +390,7 @@ func (d *digest) add(r *history.Record) {
 	if r.Outcome == history.Admitted {
 		ic.admittedUnits += r.Cost
 	}
-	rd := d.route(r.Route)
+	rd := d.route(r.Route, r.Key)
 	if rd == nil {
 		d.unrouted++
 	} else {
@@ -576,6 +583,9 @@ func (rd *routeDigest) limitsLabel() string {
 	route := rd.route
 	if route == "" {
 		route = "every route"
+	}
+	if rd.key != "" {
+		route += ", keys " + rd.key
 	}
 	return fmt.Sprintf("%s: %s", route, strings.Join(names, " + "))
 }

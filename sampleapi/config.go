@@ -186,6 +186,11 @@ type Config struct {
 	// held to the route limits only: for load tests with generated keys.
 	// Keys and Postgres still give their keys' plans.
 	AnyKey bool `yaml:"any_key,omitempty"`
+	// AnyKeyPlan, with AnyKey, is the plan of every key that neither Keys
+	// nor Postgres holds, in addition to the route limits; nil: such keys
+	// have none. `rlbench run` gives it the routes' policies when a
+	// scenario's identity groups hold their keys to plans of their own.
+	AnyKeyPlan *PlanConfig `yaml:"any_key_plan,omitempty"`
 	// Routes sets each route's cost and extra limits, by route name: data,
 	// search, export.
 	Routes map[string]RouteConfig `yaml:"routes,omitempty"`
@@ -209,6 +214,11 @@ type PlanConfig struct {
 	RateLimitBurst int64 `yaml:"rate_limit_burst"`
 	// MonthlyQuota is the units admitted per 30-day window; 0 means none.
 	MonthlyQuota int64 `yaml:"monthly_quota,omitempty"`
+}
+
+// Plan returns the plan p configures, named name.
+func (p PlanConfig) Plan(name string) Plan {
+	return Plan{Name: name, PerMinute: p.RateLimitPerMinute, Burst: p.RateLimitBurst, MonthlyQuota: p.MonthlyQuota}
 }
 
 // KeyConfig is one API key and its plan.
@@ -461,6 +471,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Anonymous != nil {
 		if err := c.checkPlan(*c.Anonymous, "anonymous"); err != nil {
+			return err
+		}
+	}
+	if c.AnyKeyPlan != nil {
+		if !c.AnyKey {
+			return c.errorAt("applies to the keys any_key accepts; set any_key: true, or remove it", []any{"any_key_plan"})
+		}
+		if err := c.checkPlan(*c.AnyKeyPlan, "any_key_plan"); err != nil {
 			return err
 		}
 	}

@@ -326,6 +326,9 @@ func (s *Server) authenticate(r *http.Request) (httplimit.Identity, error) {
 	}
 	if !ok {
 		if s.cfg.AnyKey {
+			if p := s.cfg.AnyKeyPlan; p != nil {
+				return httplimit.Identity{Key: key, Limits: s.planLimits(p.Plan(""))}, nil
+			}
 			return httplimit.Identity{Key: key}, nil
 		}
 		return httplimit.Identity{}, fmt.Errorf("%w: unknown API key", httplimit.ErrUnauthenticated)

@@ -76,7 +76,8 @@
 //	    - path: /api/items-baseline           # no policies: a baseline route,
 //	                                          # the limiter bypassed
 //	identities:
-//	  count: 8                  # default 1, or the keys in keys_file
+//	  count: 8                  # default 1, or the keys in keys_file; with
+//	                            # groups, the identities of no group (default 0)
 //	  distribution: uniform     # uniform | hot (with share) | zipf (with s)
 //	  share: 0.8                # hot only: identity 0's fraction of requests
 //	  s: 1.1                    # zipf only: the exponent, above 1
@@ -95,6 +96,11 @@
 //	                            # target trusts, its own peer counted
 //	  spoof_forwarded_for: true # client_ip: each request puts a forged address
 //	                            # of its own before the real one
+//	  groups:                   # plans: identities held to policies of their own
+//	    - name: free            # lowercase letters, digits and _; keys free-<run>-0000
+//	      count: 5              # default 1, or the keys in keys_file
+//	      policies: ["gcra:60/1m,burst=10"]   # replace the routes' for its keys
+//	    - {name: pro, count: 2, policies: ["gcra:600/1m,burst=100"], keys_file: pro.txt}
 //	traffic:                    # phases, run in order
 //	  - kind: constant          # open model: sends follow the schedule
 //	    name: steady            # default phase-N
@@ -103,6 +109,8 @@
 //	    routes:                 # default: every limited route, weight 1
 //	      - {path: /api/items, weight: 3}
 //	    honor_retry_after: true # clients wait out Retry-After (constant, ramp)
+//	    groups: [pro]           # send from these identity groups only; default:
+//	                            # every identity (not idle)
 //	  - {kind: ramp, from: 10/1s, to: 100/1s, duration: 5s}
 //	  - {kind: burst, requests: 100, spread: 5ms}
 //	  - {kind: burst, requests: 20, spread: 1ms, repeat: 10, gap: 50ms}  # 10 bursts
@@ -189,6 +197,46 @@
 // API to trust them. The sample API reads keys from X-API-Key or
 // Authorization: Bearer, so query and cookie carries need an external
 // target.
+//
+// # Plans
+//
+// identities.groups gives keys plans of their own, as an api_keys table
+// does (free: 60/min, burst 10; pro: 600/min, burst 100). A group's
+// policies replace the routes' policies for its keys, on every limited
+// route, pooled per key as a plan is; the routes' policies stay the plan
+// of the identities of no group (identities.count of them, none by
+// default when groups are given); a route without policies stays a
+// baseline for every key. Identities are numbered those of no group
+// first, then each group's (Identities.Sets). A group's generated keys
+// carry its name (free-3f9a1c07-0003, or free-0003 with fixed: true) and
+// its keys from keys_file are named by place (pro#2), so the history's
+// header records each group's keys as one pattern (free-*, pro#*) with its
+// policies, ahead of the routes' own, and the checker judges every key by
+// its group's: a check's scope names the pattern. Group names hold no '-'
+// and are not "key", so no pattern matches another group's keys. A key
+// appears in one group's file (or identities.keys_file) only.
+//
+// A phase's groups choose the identities it sends from, spread over them
+// by the distribution (the first group named holds the hot identity); a
+// retry_after_probe sends from the spare identity of its first group (the
+// group's count-th key, which no other phase uses; a keys file then needs
+// a key more than count). `rlbench run --claim GROUP=SPEC` holds a
+// group's keys to another policy, as ROUTE=SPEC does a route.
+//
+// Groups need keys or tokens (not client_ip) and the sample API or an
+// external target (a peer holds every key to its route's policy). On the
+// sample API each group's policies must be a plan as its api_keys table
+// holds one (SamplePlanOf): one gcra or token_bucket limit, all groups on
+// one algorithm, and at most one fixed_window over 30d as a monthly quota;
+// the runner lists every key of every group, the probe's spare included,
+// with its plan in each instance's configuration, and takes the limits off
+// the routes. Identities of no group then take the routes' policies as
+// any_key's plan, which needs the same plan-shaped policies on every
+// limited route; without them, an unknown key is refused (401). The
+// shipped plans scenario runs a free and a pro group beside two keys of
+// no group.
+//
+// # Checks and phases
 //
 // The budget check always runs; it fails when some key's admitted units in
 // one interval exceed the policy's bound by more than max_excess (default

@@ -65,6 +65,9 @@ type Identity struct {
 	// Block holds the identity's client addresses with ClientIP: a single
 	// address (a /32 or /128) or a block of Identities.Prefix bits.
 	Block netip.Prefix
+	// Group names the identity's group (Identities.Groups); empty for an
+	// identity of no group.
+	Group string
 }
 
 // Client address plans. IPv4 identities are numbered within 10.0.0.0/8.
@@ -128,15 +131,22 @@ func (id Identities) Blocks() uint64 {
 //
 // Generated keys and tokens are "key-0007" when the identities are fixed
 // (or run is empty) and "key-<run>-0007" otherwise. Keys from a file are
-// Keys[i], labelled "key#<i+1>". Client addresses: IPv4 identity i is
+// Keys[i], labelled "key#<i+1>". An identity of a group (see Sets for the
+// indexes) is named after it: "free-<run>-0003" for the fourth generated
+// key of group free (the group's own numbering), "free#4" for the fourth
+// key of its keys file. Client addresses: IPv4 identity i is
 // 10.0.0.0 plus i blocks (10.0.0.7 without a prefix), shifted by the run
 // id when the identities are fresh, so that two runs share an address
 // only with a chance of about the number of identities over 2^24; IPv6
 // identity i is /64 number i (or block i of the prefix length) within
 // fdRR:RRRR:RR00::/40, RR the run id's digits.
 func (id Identities) Identity(run RunID, i int) Identity {
-	if !id.Fresh() {
+	if id.Fixed {
 		run = ""
+	}
+	g, j := id.locate(i)
+	if g >= 0 {
+		return id.groupIdentity(run, i, g, j)
 	}
 	out := Identity{Index: i}
 	switch {
@@ -147,17 +157,10 @@ func (id Identities) Identity(run RunID, i int) Identity {
 			out.Label = out.Block.Addr().String()
 		}
 	case len(id.Keys) > 0:
-		out.Value, out.Secret = id.Keys[i%len(id.Keys)].Reveal(), true
-		out.Label = "key#" + strconv.Itoa(i%len(id.Keys)+1)
+		out.Value, out.Secret = id.Keys[j%len(id.Keys)].Reveal(), true
+		out.Label = "key#" + strconv.Itoa(j%len(id.Keys)+1)
 	default:
-		s := strconv.Itoa(i)
-		for len(s) < 4 {
-			s = "0" + s
-		}
-		if run != "" {
-			s = string(run) + "-" + s
-		}
-		out.Value = "key-" + s
+		out.Value = "key-" + numbered(run, j)
 		out.Label = out.Value
 	}
 	return out

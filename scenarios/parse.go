@@ -97,19 +97,20 @@ type rawRoute struct {
 }
 
 type rawIdentities struct {
-	Count          *int     `yaml:"count"`
-	Distribution   string   `yaml:"distribution"`
-	Share          *float64 `yaml:"share"`
-	S              *float64 `yaml:"s"`
-	Carry          string   `yaml:"carry"`
-	Header         string   `yaml:"header"`
-	Name           string   `yaml:"name"`
-	Fixed          *bool    `yaml:"fixed"`
-	KeysFile       string   `yaml:"keys_file"`
-	IPVersion      *int     `yaml:"ip_version"`
-	Prefix         *int     `yaml:"prefix"`
-	TrustedHops    *int     `yaml:"trusted_hops"`
-	SpoofForwarded bool     `yaml:"spoof_forwarded_for"`
+	Count          *int       `yaml:"count"`
+	Distribution   string     `yaml:"distribution"`
+	Share          *float64   `yaml:"share"`
+	S              *float64   `yaml:"s"`
+	Carry          string     `yaml:"carry"`
+	Header         string     `yaml:"header"`
+	Name           string     `yaml:"name"`
+	Fixed          *bool      `yaml:"fixed"`
+	KeysFile       string     `yaml:"keys_file"`
+	IPVersion      *int       `yaml:"ip_version"`
+	Prefix         *int       `yaml:"prefix"`
+	TrustedHops    *int       `yaml:"trusted_hops"`
+	SpoofForwarded bool       `yaml:"spoof_forwarded_for"`
+	Groups         []rawGroup `yaml:"groups"`
 }
 
 type rawPhase struct {
@@ -127,6 +128,7 @@ type rawPhase struct {
 	Window          string      `yaml:"window"`
 	Routes          []rawWeight `yaml:"routes"`
 	HonorRetryAfter bool        `yaml:"honor_retry_after"`
+	Groups          []string    `yaml:"groups"`
 }
 
 type rawWeight struct {

@@ -379,9 +379,10 @@ const (
 // Identities describes the clients that send the traffic. Identity
 // returns each one's name and what its requests carry.
 type Identities struct {
-	// Count is the number of distinct identities; 1 when the file does not
-	// say, or the number of keys in KeysFile (one fewer when a
-	// retry_after_probe needs one of them for itself).
+	// Count is the number of distinct identities, those of Groups
+	// included. Of no group: identities.count; 1 when the file does not
+	// say (0 when it gives groups), or the number of keys in KeysFile (one
+	// fewer when a retry_after_probe needs one of them for itself).
 	Count int
 	// Distribution is Uniform when the file does not say.
 	Distribution Distribution
@@ -433,12 +434,25 @@ type Identities struct {
 	// X-Forwarded-For, as a client that wants a fresh budget does. A limiter
 	// that trusts only its proxies' entries is not fooled.
 	SpoofForwarded bool
+	// Groups are sets of identities with plans of their own (see Group),
+	// numbered after the identities of no group; Count includes them.
+	Groups []Group
 }
 
 // Fresh reports whether every run names its own identities, so that each
 // starts with a full budget even on a limiter that outlives runs: the
 // identities are generated and not Fixed.
-func (id Identities) Fresh() bool { return !id.Fixed && len(id.Keys) == 0 }
+func (id Identities) Fresh() bool {
+	if id.Fixed || len(id.Keys) > 0 {
+		return false
+	}
+	for _, g := range id.Groups {
+		if len(g.Keys) > 0 {
+			return false
+		}
+	}
+	return true
+}
 
 // PhaseKind names a traffic phase's shape.
 type PhaseKind string
@@ -509,6 +523,10 @@ type Phase struct {
 	// Retry-After: an identity told to wait sends nothing until the wait
 	// is over, and the requests it holds back are counted as withheld.
 	HonorRetryAfter bool
+	// Groups names the identity groups the phase sends from; empty: every
+	// identity, of a group or of none. A RetryAfterProbe sends from the
+	// spare identity of the first of them (IdentitySet.Spare).
+	Groups []string
 }
 
 // RouteWeight is a route of a phase and its relative share of requests.

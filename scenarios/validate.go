@@ -109,7 +109,9 @@ func (v *validator) scenario(r *rawScenario) *Scenario {
 	for i := range r.Traffic {
 		s.Phases = append(s.Phases, v.phase(&r.Traffic[i], fmt.Sprintf("traffic[%d]", i), i, s.Target))
 	}
+	v.phaseGroups(r.Traffic, s)
 	v.identitiesFit(&r.Identities, s)
+	v.groupsFit(&r.Identities, s)
 	s.Checks = v.checks(&r.Checks, s.Target)
 	if d := trafficLength(s.Phases); d > MaxTrafficTime {
 		v.fail("traffic", "the phases last up to %v, beyond the %v a scenario may run; split it", d, MaxTrafficTime)

@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"regexp"
-	"slices"
 	"strings"
 )
 
@@ -75,6 +74,7 @@ func (v *validator) identities(r *rawIdentities) Identities {
 			}
 		}
 	}
+	v.groups(r, &id)
 	v.distribution(r, &id)
 	v.addresses(r, &id)
 	if r.SpoofForwarded {
@@ -195,16 +195,15 @@ func (v *validator) identitiesFit(r *rawIdentities, s *Scenario) {
 			v.fail("identities.header", "the sample API reads client addresses from %s, not %s", DefaultClientIPHeader, id.Header)
 		}
 	}
-	probe := slices.ContainsFunc(s.Phases, func(p Phase) bool { return p.Kind == RetryAfterProbe })
-	if !probe || len(id.Keys) == 0 {
+	if !probeSets(s)[""] || len(id.Keys) == 0 {
 		return
 	}
 	switch {
-	case r.Count != nil && id.Count >= len(id.Keys):
+	case r.Count != nil && id.Ungrouped() >= len(id.Keys):
 		v.fail("identities.count", "%d uses every key of %s, but a retry_after_probe needs one no other phase uses; give at most %d", id.Count, id.KeysFile, len(id.Keys)-1)
 	case r.Count == nil && len(id.Keys) < 2:
 		v.fail("identities.keys_file", "%s holds one key, but a retry_after_probe needs one of its own beside it", id.KeysFile)
 	case r.Count == nil:
-		id.Count = len(id.Keys) - 1 // the last key is the probe's
+		id.Count-- // the last key is the probe's
 	}
 }

@@ -25,6 +25,7 @@ var subcommandFlagSets = map[string]func() *flag.FlagSet{
 	"serve":    new(serveFlags).flagSet,
 	"list":     new(listCommand).flagSet,
 	"doctor":   new(doctorFlags).flagSet,
+	"init":     new(initFlags).flagSet,
 	"version":  new(versionCommand).flagSet,
 }
 
@@ -250,7 +251,7 @@ func TestCommandUsage(t *testing.T) {
 	}
 	for name, fs := range map[string]*flag.FlagSet{
 		"run": new(runFlags).flagSet(), "check": new(checkFlags).flagSet(), "report": new(reportFlags).flagSet(),
-		"mutate": new(mutateFlags).flagSet(), "serve": new(serveFlags).flagSet(),
+		"mutate": new(mutateFlags).flagSet(), "serve": new(serveFlags).flagSet(), "init": new(initFlags).flagSet(),
 	} {
 		usage := commands[name]().Usage()
 		fs.VisitAll(func(f *flag.Flag) {

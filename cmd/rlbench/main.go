@@ -35,12 +35,14 @@ var commands = map[string]func() command{
 	"report":   func() command { return &reportCommand{stdout: os.Stdout} },
 	"mutate":   func() command { return &mutateCommand{stdout: os.Stdout, stderr: os.Stderr} },
 	"doctor":   func() command { return &doctorCommand{stdout: os.Stdout} },
+	"init":     func() command { return &initCommand{stdout: os.Stdout} },
 }
 
 // summaries are the commands' one-line descriptions, for the usage text.
 var summaries = map[string]string{
 	"check":    "check a recorded history (rlbench's or vegeta's) against a policy",
 	"doctor":   "check a Redis that a limiter will keep its state in",
+	"init":     "write a commented scenario for your own API from a few flags",
 	"list":     "list the shipped scenarios and what each proves",
 	"mutate":   "run the faulty limiter variants and print the mutation score",
 	"report":   "render a saved run's report.html again",

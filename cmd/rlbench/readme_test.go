@@ -71,6 +71,14 @@ func TestREADMEBlocks(t *testing.T) {
 	}
 	// What each block must print, in the README's order.
 	wants := [][]string{{
+		"my-api.yaml: valid (my-api, 3 phases", // Gating your own limiter: init, validate, run
+		"retry-after-probe",
+		"Verdict: pass",
+	}, {
+		"fault-injected", // the drill through the proxy
+		"redis_latency #1 closed",
+		"Verdict: pass",
+	}, {
 		"200 200 200 200 200 200 200 200 200 200 429 429 \n", // ten admitted: one burst over three instances
 		"HTTP/1.1 429 Too Many Requests",
 		"Retry-After: 1",
@@ -89,23 +97,26 @@ func TestREADMEBlocks(t *testing.T) {
 	for i, b := range blocks {
 		t.Run(fmt.Sprintf("line-%d", b.line), func(t *testing.T) {
 			script := strings.ReplaceAll(b.body, "bin/rlbench", bin)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, "bash", "-e", "-c", script)
-			cmd.Dir = t.TempDir()
-			// Its own process group, so that whatever the block started
-			// can be found, and killed when it hangs.
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-			cmd.WaitDelay = 5 * time.Second
 			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			runErr := cmd.Run()
-			if cmd.Process != nil {
-				if err := syscall.Kill(-cmd.Process.Pid, 0); !errors.Is(err, syscall.ESRCH) {
-					_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			var runErr error
+			// A run the harness could not make valid (exit 3: a generator
+			// that fell behind on a busy machine) judged no limiter, and
+			// `bash -e` then stopped the block before its cleanup: it is
+			// made once more.
+			for attempt := 1; attempt <= 2; attempt++ {
+				stdout.Reset()
+				stderr.Reset()
+				var left bool
+				runErr, left = runBlock(script, t.TempDir(), &stdout, &stderr)
+				var exit *exec.ExitError
+				if errors.As(runErr, &exit) && exit.ExitCode() == exitHarnessError && attempt == 1 {
+					t.Logf("README.md:%d: the harness could not make a valid test; running the block again:\n%s", b.line, stdout.String())
+					continue
+				}
+				if left {
 					t.Errorf("the block left processes running (it must stop exactly what it started)")
 				}
+				break
 			}
 			if runErr != nil {
 				t.Fatalf("README.md:%d: %v\nstdout:\n%s\nstderr:\n%s", b.line, runErr, stdout.String(), stderr.String())
@@ -117,4 +128,27 @@ func TestREADMEBlocks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runBlock runs script with bash -e in dir, in a process group of its own
+// so that whatever it started can be found and killed, for at most a
+// minute. left reports processes of the group still running after it
+// (killed then).
+func runBlock(script, dir string, stdout, stderr *bytes.Buffer) (err error, left bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-e", "-c", script)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	err = cmd.Run()
+	if cmd.Process != nil {
+		if kerr := syscall.Kill(-cmd.Process.Pid, 0); !errors.Is(kerr, syscall.ESRCH) {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			left = true
+		}
+	}
+	return err, left
 }

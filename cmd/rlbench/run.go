@@ -44,7 +44,8 @@ func (f *runFlags) flagSet() *flag.FlagSet {
 	fs.StringVar(&f.runID, "run-id", "", "name the generated identities with `ID` (eight hex digits, as run.json's run_id records it) "+
 		"instead of a random id per scenario, to send an earlier run's identities again")
 	fs.Var(&f.claims, "claim", "hold the route to the limit in `ROUTE=SPEC` (as in /api/items=gcra:9/1m,burst=9) instead of "+
-		"the scenario's policies; repeat for several limits. The instances still enforce the scenario's: this checks a stricter promise")
+		"the scenario's policies, or the keys of an identity group with GROUP=SPEC (free=gcra:600/1m,burst=100); "+
+		"repeat for several limits. The instances still enforce the scenario's: this checks another promise")
 	fs.BoolVar(&f.failOnSkip, "fail-on-skip", false, "make a skipped scenario (a peer limiter not installed) fail the run with exit code 3, for a CI gate that must run every scenario")
 	return fs
 }
@@ -107,17 +108,21 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return usagef("--run-id: %v", err)
 	}
-	claimed := map[string][]limiter.Limit{}
+	claimed, groupClaimed := map[string][]limiter.Limit{}, map[string][]limiter.Limit{}
 	for _, claim := range f.claims {
-		route, spec, ok := strings.Cut(claim, "=")
-		if !ok || !strings.HasPrefix(route, "/") {
-			return usagef("--claim %q: want ROUTE=SPEC, as in /api/items=gcra:9/1m,burst=9", claim)
+		at, spec, ok := strings.Cut(claim, "=")
+		if !ok || at == "" {
+			return usagef("--claim %q: want ROUTE=SPEC or GROUP=SPEC, as in /api/items=gcra:9/1m,burst=9 or free=gcra:600/1m,burst=100", claim)
 		}
 		l, err := limiter.ParseLimit(spec)
 		if err != nil {
 			return usagef("--claim %q: %v", claim, err)
 		}
-		claimed[route] = append(claimed[route], l)
+		if strings.HasPrefix(at, "/") {
+			claimed[at] = append(claimed[at], l)
+		} else {
+			groupClaimed[at] = append(groupClaimed[at], l)
+		}
 	}
 	scs, err := scenarios.Load(fs.Args()...)
 	if err != nil {
@@ -130,13 +135,18 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 			return usagef("--claim %s: no scenario of this run has a limited route %s", route, route)
 		}
 	}
+	for group := range groupClaimed {
+		if !slices.ContainsFunc(scs, func(sc *scenarios.Scenario) bool { return sc.Identities.GroupIndex(group) >= 0 }) {
+			return usagef("--claim %s=...: no scenario of this run has an identity group %s (a route starts with /)", group, group)
+		}
+	}
 	lock, err := outdir.Acquire(f.out) // one run at a time writes into --out
 	if err != nil {
 		return err
 	}
 	defer lock.Release()
 	r := runner.New(runner.Options{
-		OutDir: f.out, Binary: f.binary, Provider: provider, RedisURL: f.redisURL, Claims: claimed, RunID: runID,
+		OutDir: f.out, Binary: f.binary, Provider: provider, RedisURL: f.redisURL, Claims: claimed, GroupClaims: groupClaimed, RunID: runID,
 		Progress: c.stderr, Log: c.stderr, Interactive: progress.Interactive(c.stderr),
 	})
 	start := time.Now()

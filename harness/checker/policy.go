@@ -126,7 +126,7 @@ func match(pattern, s string) bool {
 func PolicyFromHeader(h history.Header) (Policy, error) {
 	var p Policy
 	for i, rp := range h.Policies {
-		rule := Rule{Route: rp.Route}
+		rule := Rule{Route: rp.Route, Key: rp.Key}
 		for _, spec := range rp.Limits {
 			l, err := ParseLimit(spec)
 			if err != nil {

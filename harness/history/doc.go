@@ -22,9 +22,13 @@
 //	target                string, optional: what was driven (a URL, "sampleapi").
 //	instances             array of strings, optional: the target instances.
 //	policies              array, optional: the policies in force, each an object
-//	                      {"route": string ("" for every route), "limits":
+//	                      {"route": string ("" for every route), "key":
+//	                      string, optional (the keys the entry holds: equal,
+//	                      or by prefix with a trailing "*", as "free-*" for
+//	                      a plan's keys; absent: every key), "limits":
 //	                      array of strings in limiter.ParseLimit syntax, e.g.
-//	                      "gcra:10/1s,burst=10"}.
+//	                      "gcra:10/1s,burst=10"}. A request takes the first
+//	                      entry whose route and key match its own.
 //	clock_offset_ns       integer, optional: the limiter's clock minus the
 //	                      harness's (start + monotonic time), in nanoseconds,
 //	                      within ±2^60 (MaxTimeNs). Absent when unknown (an

@@ -94,9 +94,13 @@ const DefaultClockResolution = time.Microsecond
 const MaxClockResolution = time.Hour
 
 // RoutePolicy names the limits, in limiter.ParseLimit syntax, in force on a
-// route; the empty route means every route.
+// route; the empty route means every route. Key, when set, narrows it to
+// the keys it matches (a trailing "*" matches by prefix: "free-*", the
+// keys of one plan); the first entry whose route and key match a request
+// is its policy.
 type RoutePolicy struct {
 	Route  string   `json:"route"`
+	Key    string   `json:"key,omitempty"`
 	Limits []string `json:"limits"`
 }
 

@@ -59,6 +59,9 @@ type Options struct {
 	// (the instances still run the scenario's): a stricter promise than the
 	// target keeps must fail.
 	Claims map[string][]limiter.Limit
+	// GroupClaims, by identity group name, replace the policies the checks
+	// hold the group's keys to, as Claims do a route's.
+	GroupClaims map[string][]limiter.Limit
 	// Faulty, when set, names the faulty limiter variant (package
 	// sampleapi/faulty) every sample API instance runs instead of the
 	// reference; it goes into each instance's configuration file.
@@ -188,7 +191,13 @@ func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (*Outcome, err
 		}
 	}
 
-	g, urls, names, err := r.startTarget(ctx, sc, dir, redisURL, &cleanups)
+	// The run's identities are named before the target starts: the sample
+	// API's configuration lists the keys of identity groups.
+	out.RunID = r.opts.RunID
+	if out.RunID == "" {
+		out.RunID = scenarios.NewRunID()
+	}
+	g, urls, names, err := r.startTarget(ctx, sc, dir, redisURL, out.RunID, &cleanups)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
@@ -337,22 +346,29 @@ func redisVersion(ctx context.Context, rdb *redis.Client) string {
 	return "unknown"
 }
 
-// algorithms lists the algorithms of every policy of the scenario.
+// algorithms lists the algorithms of every policy of the scenario, its
+// routes' and its identity groups'.
 func algorithms(sc *scenarios.Scenario) []limiter.Algorithm {
 	var algs []limiter.Algorithm
-	for _, rt := range sc.Target.Routes {
-		for _, l := range rt.Policies {
+	add := func(limits []limiter.Limit) {
+		for _, l := range limits {
 			if !slices.Contains(algs, l.Algorithm) {
 				algs = append(algs, l.Algorithm)
 			}
 		}
+	}
+	for _, rt := range sc.Target.Routes {
+		add(rt.Policies)
+	}
+	for _, g := range sc.Identities.Groups {
+		add(g.Policies)
 	}
 	return algs
 }
 
 // startTarget starts the sample API instances (or the scenario's peer
 // limiter), or returns the external URLs.
-func (r *Runner) startTarget(ctx context.Context, sc *scenarios.Scenario, dir, redisURL string, cleanups *[]func()) (g instances.Group, urls, names []string, err error) {
+func (r *Runner) startTarget(ctx context.Context, sc *scenarios.Scenario, dir, redisURL string, run scenarios.RunID, cleanups *[]func()) (g instances.Group, urls, names []string, err error) {
 	if len(sc.Target.External) > 0 {
 		return nil, sc.Target.External, sc.Target.External, nil
 	}
@@ -367,6 +383,9 @@ func (r *Runner) startTarget(ctx context.Context, sc *scenarios.Scenario, dir, r
 	specs := make([]instances.Spec, sc.Target.Instances)
 	for i := range specs {
 		cfg := InstanceConfig(sc, i, redisURL, r.opts.Faulty)
+		if err := ApplyPlans(&cfg, sc, run); err != nil {
+			return nil, nil, nil, err
+		}
 		path := filepath.Join(dir, cfg.Instance+".yaml")
 		if err := WriteInstanceConfig(path, cfg); err != nil {
 			return nil, nil, nil, err
@@ -390,20 +409,7 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 	hdr.Scenario = sc.Name
 	hdr.Target = strings.Join(urls, " ")
 	hdr.Instances = names
-	for _, rt := range sc.Target.Routes {
-		if rt.Baseline() {
-			continue
-		}
-		rp := history.RoutePolicy{Route: rt.Path}
-		for _, l := range r.claimed(rt) {
-			rp.Limits = append(rp.Limits, l.Spec())
-		}
-		hdr.Policies = append(hdr.Policies, rp)
-	}
-	out.RunID = r.opts.RunID
-	if out.RunID == "" {
-		out.RunID = scenarios.NewRunID()
-	}
+	hdr.Policies = r.headerPolicies(sc)
 	out.IdentitiesFresh = sc.Identities.Fresh() || (len(sc.Target.External) == 0 && out.Redis.Provider != string(scenarios.ProviderExternal))
 	hdr.RunID, hdr.IdentitiesFresh = string(out.RunID), &out.IdentitiesFresh
 	hdr.ClockResolutionNs = out.ClockResolution.Nanoseconds()

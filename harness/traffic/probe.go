@@ -12,14 +12,15 @@ import (
 )
 
 // runProbe checks Retry-After actively: one identity no other phase uses
-// (index Identities.Count) sends up to ph.Requests requests back to back
+// (the spare of the phase's first identity set, index Identities.Count
+// without groups) sends up to ph.Requests requests back to back
 // until one is rejected, waits exactly the Retry-After that rejection
 // carried, from the moment it arrived, and retries once on the next
 // instance. The retry must be admitted; the checker judges it from the
 // results, marked with their ProbeRole.
 func (e *engine) runProbe(ctx context.Context, pi int, ph scenarios.Phase, rng *rand.Rand) error {
 	p := e.planner(ph, rng)
-	probeID := e.sc.Identities.Count
+	probeID := p.spare()
 	began := time.Now()
 	e.coll.phaseMeta(pi, func(m *PhaseStats) { m.Began = began })
 	sent := 0

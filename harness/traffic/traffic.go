@@ -434,10 +434,17 @@ type planner struct {
 	sumW    float64
 	random  bool
 	idCount int
+	// sets are the identity sets the phase sends from (its groups, or
+	// every set); identity draws an index among their idCount identities,
+	// in order, and maps it to the identity's own index.
+	sets []scenarios.IdentitySet
 }
 
 func (e *engine) planner(ph scenarios.Phase, rng *rand.Rand) *planner {
-	p := &planner{e: e, rng: rng, random: e.sc.Target.Spread == scenarios.Random, idCount: e.sc.Identities.Count}
+	p := &planner{e: e, rng: rng, random: e.sc.Target.Spread == scenarios.Random, sets: e.sc.Identities.SetsOf(ph.Groups)}
+	for _, s := range p.sets {
+		p.idCount += s.Count
+	}
 	if e.sc.Identities.Distribution == scenarios.Zipf && p.idCount > 1 {
 		p.zipf = rand.NewZipf(rng, e.sc.Identities.S, 1, uint64(p.idCount-1))
 	}
@@ -453,10 +460,17 @@ func (e *engine) planner(ph scenarios.Phase, rng *rand.Rand) *planner {
 	return p
 }
 
+// identity draws the identity of the next request: an index among the
+// phase's identities by the scenario's distribution (the first of them is
+// the hot one), as the identity's own index.
 func (p *planner) identity() int {
+	return p.member(p.draw())
+}
+
+func (p *planner) draw() int {
 	id := p.e.sc.Identities
 	switch {
-	case p.idCount == 1:
+	case p.idCount <= 1:
 		return 0
 	case id.Distribution == scenarios.Hot:
 		if p.rng.Float64() < id.Share {
@@ -467,6 +481,26 @@ func (p *planner) identity() int {
 		return int(p.zipf.Uint64())
 	}
 	return p.rng.IntN(p.idCount)
+}
+
+// member maps the n-th identity of the phase's sets to its own index.
+func (p *planner) member(n int) int {
+	for _, s := range p.sets {
+		if n < s.Count {
+			return s.First + n
+		}
+		n -= s.Count
+	}
+	return n
+}
+
+// spare is the identity a retry_after_probe sends from: the spare of the
+// phase's first set, which no other phase uses.
+func (p *planner) spare() int {
+	if len(p.sets) == 0 {
+		return p.e.sc.Identities.Count
+	}
+	return p.sets[0].Spare
 }
 
 func (p *planner) route() int {
