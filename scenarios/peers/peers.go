@@ -25,9 +25,37 @@ var files embed.FS
 // store opens each key's window at the key's first hit, so an aligned
 // window holds more than the limit (budget), and the rejections,
 // Retry-After values and RateLimit fields describe its own window, not
-// the claimed one.
+// the claimed one. (Claimed as fixed_window:10/5s,start=first it passes.)
+//
+// peer-flask-limiter-fixed, peer-flask-limiter-redis-kill: Flask-Limiter
+// sends Retry-After int(reset − now), rounded down: 0 in a window's last
+// second.
+//
+// peer-fastify-redis-kill: a request decided within a millisecond of its
+// window's end gets Retry-After Math.ceil(PTTL/1000) = 0.
+//
+// peer-go-limiter: Retry-After is an RFC 1123 date in UTC, not an
+// HTTP-date; and its intervals tick on the grid of the key's first
+// request where start=first opens a window at the first request after the
+// last one expired, so a reset just after a tick reads as RateLimit fields
+// with too much room.
+//
+// peer-rate-limiter-flexible-redis-kill: a Redis command slower than the
+// 50 ms command timeout on a busy machine is answered by the insurance
+// limiter, whose remaining count is its own process's, not Redis's.
+//
+// (peer-ulule-limiter-redis-kill fails its failure-mode check, the
+// finding README's table reports: its default ErrorHandler panics on a
+// store error and net/http drops the connection. failure-mode is a
+// harness check, not a check of the limiter's decisions, so it is not
+// listed here.)
 var Findings = map[string][]string{
-	"peer-express": {"budget", "boundary-burst-ratio", "false-rejections", "retry-after", "ratelimit-fields"},
+	"peer-express":                          {"budget", "boundary-burst-ratio", "false-rejections", "retry-after", "ratelimit-fields"},
+	"peer-flask-limiter-fixed":              {"retry-after"},
+	"peer-flask-limiter-redis-kill":         {"retry-after"},
+	"peer-fastify-redis-kill":               {"retry-after"},
+	"peer-go-limiter":                       {"retry-after", "ratelimit-fields"},
+	"peer-rate-limiter-flexible-redis-kill": {"ratelimit-fields"},
 }
 
 // All returns the peer scenarios in file name order, each parsed from its
