@@ -37,6 +37,16 @@ var files embed.FS
 // slower than the 50 ms command timeout on a busy machine skips the
 // limiter (skipOnError) and reports the whole limit remaining.
 //
+// peer-flask-limiter-moving: Retry-After is the whole window, and
+// X-RateLimit-Remaining says 0 with room left.
+//
+// peer-haproxy, peer-haproxy-two: denied requests count in the rate, so a
+// key over it is denied while it keeps sending; no Retry-After; two
+// processes keep two tables, a budget each.
+//
+// peer-httprate: it rounds the weighted count to the nearest whole, one
+// request over or a rejection with room; Retry-After is the whole window.
+//
 // peer-go-limiter: Retry-After is an RFC 1123 date in UTC, not an
 // HTTP-date; and its intervals tick on the grid of the key's first
 // request where start=first opens a window at the first request after the
@@ -58,6 +68,10 @@ var Findings = map[string][]string{
 	"peer-flask-limiter-redis-kill":         {"retry-after", "ratelimit-fields"},
 	"peer-fastify-redis-kill":               {"retry-after", "ratelimit-fields"},
 	"peer-go-limiter":                       {"retry-after", "ratelimit-fields"},
+	"peer-flask-limiter-moving":             {"retry-after", "ratelimit-fields"},
+	"peer-haproxy":                          {"false-rejections", "retry-after"},
+	"peer-haproxy-two":                      {"budget", "boundary-burst-ratio", "false-rejections", "retry-after"},
+	"peer-httprate":                         {"budget", "false-rejections", "retry-after", "ratelimit-fields"},
 	"peer-rate-limiter-flexible-redis-kill": {"ratelimit-fields"},
 }
 
