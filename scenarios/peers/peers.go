@@ -25,9 +25,54 @@ var files embed.FS
 // store opens each key's window at the key's first hit, so an aligned
 // window holds more than the limit (budget), and the rejections,
 // Retry-After values and RateLimit fields describe its own window, not
-// the claimed one.
+// the claimed one. (Claimed as fixed_window:10/5s,start=first it passes.)
+//
+// peer-flask-limiter-fixed, peer-flask-limiter-redis-kill: Flask-Limiter
+// sends Retry-After int(reset − now), rounded down: 0 in a window's last
+// second; and it reads the headers' counts after its decision, so a
+// rejection as the window expires may say the whole limit remains.
+//
+// peer-fastify-redis-kill: a request decided within a millisecond of its
+// window's end gets Retry-After Math.ceil(PTTL/1000) = 0; a Redis command
+// slower than the 50 ms command timeout on a busy machine skips the
+// limiter (skipOnError) and reports the whole limit remaining.
+//
+// peer-flask-limiter-moving: Retry-After is the whole window, and
+// X-RateLimit-Remaining says 0 with room left.
+//
+// peer-haproxy, peer-haproxy-two: denied requests count in the rate, so a
+// key over it is denied while it keeps sending; no Retry-After; two
+// processes keep two tables, a budget each.
+//
+// peer-httprate: it rounds the weighted count to the nearest whole, one
+// request over or a rejection with room; Retry-After is the whole window.
+//
+// peer-go-limiter: Retry-After is an RFC 1123 date in UTC, not an
+// HTTP-date; and its intervals tick on the grid of the key's first
+// request where start=first opens a window at the first request after the
+// last one expired, so a reset just after a tick reads as RateLimit fields
+// with too much room.
+//
+// peer-rate-limiter-flexible-redis-kill: a Redis command slower than the
+// 50 ms command timeout on a busy machine is answered by the insurance
+// limiter, whose remaining count is its own process's, not Redis's.
+//
+// (peer-ulule-limiter-redis-kill fails its failure-mode check, the
+// finding README's table reports: its default ErrorHandler panics on a
+// store error and net/http drops the connection. failure-mode is a
+// harness check, not a check of the limiter's decisions, so it is not
+// listed here.)
 var Findings = map[string][]string{
-	"peer-express": {"budget", "boundary-burst-ratio", "false-rejections", "retry-after", "ratelimit-fields"},
+	"peer-express":                          {"budget", "boundary-burst-ratio", "false-rejections", "retry-after", "ratelimit-fields"},
+	"peer-flask-limiter-fixed":              {"retry-after", "ratelimit-fields"},
+	"peer-flask-limiter-redis-kill":         {"retry-after", "ratelimit-fields"},
+	"peer-fastify-redis-kill":               {"retry-after", "ratelimit-fields"},
+	"peer-go-limiter":                       {"retry-after", "ratelimit-fields"},
+	"peer-flask-limiter-moving":             {"retry-after", "ratelimit-fields"},
+	"peer-haproxy":                          {"false-rejections", "retry-after"},
+	"peer-haproxy-two":                      {"budget", "boundary-burst-ratio", "false-rejections", "retry-after"},
+	"peer-httprate":                         {"budget", "false-rejections", "retry-after", "ratelimit-fields"},
+	"peer-rate-limiter-flexible-redis-kill": {"ratelimit-fields"},
 }
 
 // All returns the peer scenarios in file name order, each parsed from its
