@@ -251,7 +251,7 @@ func TestFindingsNameCheckedScenarios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checks := []string{checker.CheckBudget, checker.CheckBurstRatio, checker.CheckFalseRejections, checker.CheckRetryAfter, checker.CheckRateLimitFields, checker.CheckHeaderStyle}
+	checks := []string{checker.CheckBudget, checker.CheckBurstRatio, checker.CheckFalseRejections, checker.CheckRetryAfter, checker.CheckRateLimitFields, checker.CheckHeaderStyle, checker.CheckFailureMode}
 	for name, names := range peers.Findings {
 		if !slices.ContainsFunc(all, func(sc *scenarios.Scenario) bool { return sc.Name == name }) {
 			t.Errorf("findings of %s, which is no peer scenario", name)
