@@ -74,6 +74,8 @@ type Server struct {
 	anon    []limiter.Limit
 	handler http.Handler
 	plans   sync.Map // Plan → []limiter.Limit, shared read-only
+	// redisRate decides the extra routes served by redis_rate; nil without.
+	redisRate *redisRateRoutes
 }
 
 // NewServer returns an instance deciding with lim and authenticating with
@@ -110,7 +112,7 @@ func NewServer(cfg Config, lim limiter.Limiter, keys KeyStore, logger *slog.Logg
 		routes = append(routes, r)
 	}
 	for _, er := range cfg.ExtraRoutes {
-		if er.Baseline {
+		if er.Baseline || byRedisRate(cfg, er) {
 			continue
 		}
 		routes = append(routes, httplimit.Route{Pattern: er.Method + " " + er.Path, Cost: er.Cost, Limits: er.Limits})
@@ -148,9 +150,21 @@ func NewServer(cfg Config, lim limiter.Limiter, keys KeyStore, logger *slog.Logg
 		mux.Handle(def.method+" /baseline"+def.path, s.authOnly(work[name]))
 	}
 	for _, er := range cfg.ExtraRoutes {
-		if er.Baseline {
+		switch {
+		case er.Baseline:
 			mux.Handle(er.Method+" "+er.Path, s.authOnly(http.HandlerFunc(s.data)))
-		} else {
+		case byRedisRate(cfg, er):
+			if s.redisRate == nil {
+				if s.redisRate, err = newRedisRateRoutes(cfg); err != nil {
+					return nil, err
+				}
+			}
+			h, err := s.redisRate.handler(s, er, http.HandlerFunc(s.data))
+			if err != nil {
+				return nil, errors.Join(err, s.Close())
+			}
+			mux.Handle(er.Method+" "+er.Path, h)
+		default:
 			mux.Handle(er.Method+" "+er.Path, mw.Handler(http.HandlerFunc(s.data)))
 		}
 	}
