@@ -61,6 +61,7 @@ type call struct {
 	reply any
 	err   error
 	done  chan struct{} // receives once reply and err are set
+	alone [1]*call      // the batch of this call alone (the fast path)
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
@@ -111,8 +112,8 @@ func (b *batcher) inline(ctx context.Context) bool {
 // sendOwn is the fast path: the caller, holding one of the round trips,
 // sends c alone, then hands anything that queued meanwhile to a flusher.
 func (b *batcher) sendOwn(c *call) (any, error) {
-	one := [1]*call{c}
-	b.send(one[:])
+	c.alone[0] = c
+	b.send(c.alone[:])
 	<-c.done // send signals every call it was given
 	b.mu.Lock()
 	if len(b.queue) > 0 {
@@ -130,7 +131,7 @@ func (b *batcher) sendOwn(c *call) (any, error) {
 // release returns c's outcome and puts c back in the pool.
 func (b *batcher) release(c *call) (any, error) {
 	reply, err := c.reply, c.err
-	*c = call{done: c.done}
+	*c = call{done: c.done} // drops every reference, alone's too
 	callPool.Put(c)
 	return reply, err
 }

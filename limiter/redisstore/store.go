@@ -284,7 +284,8 @@ const tagLen = 2*hashBytes + 2
 
 // identityTag is the hash tag of an identity: "{" + hex(SHA-256(key)[:16]) + "}".
 func identityTag(key string) [tagLen]byte {
-	sum := sha256.Sum256([]byte(key))
+	var buf [64]byte // keys up to 64 bytes are hashed without an allocation
+	sum := sha256.Sum256(append(buf[:0], key...))
 	var tag [tagLen]byte
 	tag[0] = '{'
 	hex.Encode(tag[1:], sum[:hashBytes])
