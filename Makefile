@@ -63,13 +63,28 @@ bench: deps
 	$(GO) test -run '^$$' -bench 'VersusXTimeRate' -benchtime 1000000x -count 5 ./limiter/ | tee -a $(BENCH_OUT)
 	$(GO) test -run '^$$' -bench 'BenchmarkRedis$$' -benchtime 1s ./limiter/redisstore/ | tee -a $(BENCH_OUT)
 	$(GO) test -run '^$$' -bench 'BenchmarkVersusRedisRate' -benchtime 100000x ./limiter/redisstore/ | tee -a $(BENCH_OUT)
+# The reference against redis_rate on one redis-server: the latency the
+# middleware adds per percentile on one HTTP server (requests to the
+# baseline, the reference, redis_rate and a no-op EVALSHA, the floor,
+# interleaved), and the server's own ceiling (redis-benchmark sending the
+# store's script, one decision and DefaultMaxBatch decisions per EVALSHA).
+	$(GO) test -run '^$$' -bench 'BenchmarkOverheadVersusRedisRate' -benchtime 5000x -count 3 ./limiter/httplimit/ | tee -a $(BENCH_OUT)
+	$(GO) test -run '^$$' -bench 'BenchmarkRedisCeiling' -benchtime 300000x -count 3 ./limiter/redisstore/ | tee -a $(BENCH_OUT)
 	@echo
 	@$(GO) run ./limiter/internal/benchtable \
 		-ratio 'MemoryStore/*/keys=10000 / AnchorXTimeRate/keys=10000' \
 		-ratio 'MemoryStore/*/keys=1 / AnchorXTimeRate/keys=1' \
 		-ratio 'Redis/store=batched/*/10kkeys / Redis/anchor=redis_rate/10kkeys' \
 		-ratio 'Redis/store=batched/*/1key / Redis/anchor=redis_rate/1key' \
-		-ratio 'Redis/store=batched/*/10kkeys / Redis/ceiling=noop_evalsha' < $(BENCH_OUT)
+		-ratio 'Redis/store=batched/*/10kkeys / Redis/ceiling=noop_evalsha' \
+		-ratio 'VersusRedisRate/batched/*:store-decisions/s / VersusRedisRate/batched/*:redis_rate-decisions/s' \
+		-ratio 'VersusRedisRate/unbatched/*:store-decisions/s / VersusRedisRate/unbatched/*:redis_rate-decisions/s' \
+		-ratio 'OverheadVersusRedisRate:reference-p50-ms / OverheadVersusRedisRate:redis_rate-p50-ms' \
+		-ratio 'OverheadVersusRedisRate:reference-p99-ms / OverheadVersusRedisRate:redis_rate-p99-ms' \
+		-ratio 'OverheadVersusRedisRate:reference-p50-ms / OverheadVersusRedisRate:floor-p50-ms' \
+		-ratio 'OverheadVersusRedisRate:redis_rate-p50-ms / OverheadVersusRedisRate:floor-p50-ms' \
+		-ratio 'Redis/store=batched/*/10kkeys / RedisCeiling/evalsha-batch=128' \
+		-ratio 'Redis/store=batched/*/10kkeys / RedisCeiling/evalsha-batch=1' < $(BENCH_OUT)
 
 # screenshot renders the report of the run in RUN_DIR with this tree's
 # renderer and photographs its first screen in headless Chromium (Debian

@@ -255,6 +255,13 @@ type ExtraRoute struct {
 	// Baseline bypasses the limiter: the same work with authentication
 	// only, for overhead measurement. It needs Config.BaselineRoutes.
 	Baseline bool `yaml:"baseline,omitempty"`
+	// Limiter, when LimiterRedisRate, decides this route with
+	// go-redis/redis_rate on Redis instead of the instance's limiter: the
+	// same work and authentication, keyed by the same hashed identity, so
+	// that one instance can measure both limiters side by side. It takes
+	// one gcra or token_bucket limit with a whole rate. Empty: the
+	// instance's limiter.
+	Limiter string `yaml:"limiter,omitempty"`
 }
 
 // ErrInvalidConfig is matched by errors.Is for every configuration fault
@@ -521,6 +528,9 @@ func (c *Config) Validate() error {
 			return c.errorAt("a baseline route serves any caller with the limiter bypassed; "+
 				"set baseline_routes: true to serve it (for overhead measurement), or remove it", []any{"extra_routes", i, "baseline"})
 		}
+		if err := c.checkRouteLimiter(r, i); err != nil {
+			return err
+		}
 		for j, l := range r.Limits {
 			if err := l.Validate(); err != nil {
 				return c.errorAt("%w", []any{"extra_routes", i, "limits", j}, err)
@@ -539,6 +549,42 @@ func (c *Config) Validate() error {
 		if err := c.checkPlan(k.PlanConfig, "keys", i); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkRouteLimiter checks extra route i's limiter: the instance's, or
+// redis_rate on Redis with one limit it can enforce.
+func (c *Config) checkRouteLimiter(r ExtraRoute, i int) error {
+	switch r.Limiter {
+	case "":
+		return nil
+	case LimiterReference:
+		if c.Limiter != LimiterReference {
+			return c.errorAt("this instance serves its routes with %s, not the reference limiter", []any{"extra_routes", i, "limiter"}, c.Limiter)
+		}
+		return nil
+	case LimiterRedisRate:
+		if c.Limiter == LimiterRedisRate {
+			return nil // the whole instance is redis_rate's
+		}
+	default:
+		return c.errorAt("unknown limiter %q; use %s, or leave it out for the instance's", []any{"extra_routes", i, "limiter"}, r.Limiter, LimiterRedisRate)
+	}
+	if r.Baseline {
+		return c.errorAt("a baseline route bypasses the limiter; remove limiter or baseline: true", []any{"extra_routes", i, "limiter"})
+	}
+	if c.Store != StoreRedis {
+		return c.errorAt("redis_rate keeps its state in Redis; set redis: redis://HOST:6379/0 or pass --redis", []any{"extra_routes", i, "limiter"})
+	}
+	if len(r.Limits) != 1 {
+		return c.errorAt("redis_rate applies one limit per route, not %d", []any{"extra_routes", i, "limits"}, len(r.Limits))
+	}
+	if _, err := RedisRateLimit(r.Limits[0]); err != nil {
+		return c.errorAt("%v", []any{"extra_routes", i, "limits", 0}, err)
+	}
+	if l, _ := RedisRateLimit(r.Limits[0]); max(r.Cost, 1) > int64(l.Burst) {
+		return c.errorAt("%d is above the burst %d", []any{"extra_routes", i, "cost"}, r.Cost, l.Burst)
 	}
 	return nil
 }

@@ -349,6 +349,7 @@ func Run(ctx context.Context, cfg Config, ln net.Listener, logger *slog.Logger, 
 	if err != nil {
 		return err
 	}
+	defer func() { err = errors.Join(err, srv.Close()) }()
 	hs := &http.Server{
 		Handler:           faultyHandler(cfg, srv.Handler()),
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,

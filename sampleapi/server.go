@@ -102,6 +102,8 @@ type Server struct {
 	anon    []limiter.Limit
 	handler http.Handler
 	plans   sync.Map // Plan → []limiter.Limit, shared read-only
+	// redisRate decides the extra routes served by redis_rate; nil without.
+	redisRate *redisRateRoutes
 }
 
 // NewServer returns an instance deciding with lim, authenticating with
@@ -139,7 +141,7 @@ func NewServer(cfg Config, lim limiter.Limiter, keys KeyStore, check StoreCheck,
 		routes = append(routes, r)
 	}
 	for _, er := range cfg.ExtraRoutes {
-		if er.Baseline {
+		if er.Baseline || byRedisRate(cfg, er) {
 			continue
 		}
 		routes = append(routes, httplimit.Route{Pattern: er.Method + " " + er.Path, Cost: er.Cost, Limits: er.Limits})
@@ -180,10 +182,23 @@ func NewServer(cfg Config, lim limiter.Limiter, keys KeyStore, check StoreCheck,
 	}
 	for _, er := range cfg.ExtraRoutes {
 		switch {
-		case !er.Baseline:
+		case er.Baseline:
+			if cfg.BaselineRoutes { // Validate refuses a baseline route without it
+				api.Handle(er.Method+" "+er.Path, s.authOnly(http.HandlerFunc(s.data)))
+			}
+		case byRedisRate(cfg, er):
+			if s.redisRate == nil {
+				if s.redisRate, err = newRedisRateRoutes(cfg); err != nil {
+					return nil, err
+				}
+			}
+			h, err := s.redisRate.handler(s, er, http.HandlerFunc(s.data))
+			if err != nil {
+				return nil, errors.Join(err, s.Close())
+			}
+			api.Handle(er.Method+" "+er.Path, h)
+		default:
 			api.Handle(er.Method+" "+er.Path, mw.Handler(http.HandlerFunc(s.data)))
-		case cfg.BaselineRoutes: // Validate refuses a baseline route without it
-			api.Handle(er.Method+" "+er.Path, s.authOnly(http.HandlerFunc(s.data)))
 		}
 	}
 	api.HandleFunc("GET /v1/limits", s.limits)

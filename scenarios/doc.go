@@ -73,6 +73,9 @@
 //	                            # file; at most 1 MiB); default none
 //	      cost: 1               # units per request; default 1
 //	      policies: ["gcra:10/1s,burst=10"]   # applied together, per identity
+//	      limiter: redis_rate   # sample API only: decide this route with
+//	                            # go-redis/redis_rate on the same Redis (one
+//	                            # gcra/token_bucket policy); default the target's
 //	    - path: /api/items-baseline           # no policies: a baseline route,
 //	                                          # the limiter bypassed
 //	identities:
@@ -123,6 +126,9 @@
 //	  false_rejections: {max_rate: 0.01}   # fraction of requests, per route's rule
 //	  headers: true                        # Retry-After and RateLimit honesty
 //	  overhead: {route: /api/items, baseline: /api/items-baseline, p50: 2ms, p99: 10ms, p999: 25ms}
+//	                                       # with versus: another limited route,
+//	                                       # ratio_p50/ratio_p99/ratio_p999 bound
+//	                                       # route's overhead over versus's
 //	  max_latency: 1s
 //	  load_delivered: 0.98                 # default 0.98
 //	  faults: {slack: 250ms, recovery: 2s} # drills: latency bound is store_timeout

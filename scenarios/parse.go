@@ -94,6 +94,7 @@ type rawRoute struct {
 	BodyFile string            `yaml:"body_file"`
 	Cost     *int64            `yaml:"cost"`
 	Policies []limiter.Limit   `yaml:"policies"`
+	Limiter  string            `yaml:"limiter"`
 }
 
 type rawIdentities struct {
@@ -155,11 +156,15 @@ type rawFalse struct {
 }
 
 type rawOverhead struct {
-	Route    string `yaml:"route"`
-	Baseline string `yaml:"baseline"`
-	P50      string `yaml:"p50"`
-	P99      string `yaml:"p99"`
-	P999     string `yaml:"p999"`
+	Route     string   `yaml:"route"`
+	Baseline  string   `yaml:"baseline"`
+	P50       string   `yaml:"p50"`
+	P99       string   `yaml:"p99"`
+	P999      string   `yaml:"p999"`
+	Versus    string   `yaml:"versus"`
+	RatioP50  *float64 `yaml:"ratio_p50"`
+	RatioP99  *float64 `yaml:"ratio_p99"`
+	RatioP999 *float64 `yaml:"ratio_p999"`
 }
 
 // Parse parses and validates one scenario. file names the source in error

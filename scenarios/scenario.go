@@ -326,7 +326,17 @@ type Route struct {
 	// keyed by identity. None means the route is a baseline: the same
 	// handler with the limiter bypassed, for the overhead check.
 	Policies []limiter.Limit
+	// Limiter, on the sample API, is RouteRedisRate for a route decided by
+	// go-redis/redis_rate on the instances' Redis instead of the reference
+	// limiter (one gcra or token_bucket policy with a whole rate), so that
+	// one process serves both and the overhead check can compare them;
+	// empty for the target's own limiter.
+	Limiter string
 }
+
+// RouteRedisRate is Route.Limiter for a sample API route decided by
+// go-redis/redis_rate; it names the same limiter as PeerRedisRate.
+const RouteRedisRate = string(PeerRedisRate)
 
 // Baseline reports whether the route bypasses the limiter.
 func (r Route) Baseline() bool { return len(r.Policies) == 0 }
@@ -663,8 +673,17 @@ type FalseRejections struct {
 }
 
 // Overhead bounds the latency the limiter adds to Route over Baseline, the
-// same handler with the limiter bypassed, at three percentiles.
+// same handler with the limiter bypassed, at three percentiles; a zero
+// bound is not checked. With Versus, another limited route of the same
+// target (another limiter under the same policy), it also bounds the ratio
+// of Route's overhead to Versus's at each percentile that has a ratio
+// bound, each route measured against the baseline requests of the phases
+// it had traffic in.
 type Overhead struct {
 	Route, Baseline string
 	P50, P99, P999  time.Duration
+	Versus          string
+	// RatioP50, RatioP99 and RatioP999 bound Route's overhead over
+	// Versus's; zero is not checked.
+	RatioP50, RatioP99, RatioP999 float64
 }

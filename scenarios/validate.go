@@ -296,6 +296,9 @@ func (v *validator) target(r *rawTarget) Target {
 			}
 			rt.Policies = append(rt.Policies, l)
 		}
+		if rr.Limiter != "" {
+			v.routeLimiter(field, r, rr.Limiter, &rt)
+		}
 		limited = limited || !rt.Baseline()
 		t.Routes = append(t.Routes, rt)
 	}
@@ -338,6 +341,26 @@ func (v *validator) externalClock(r *rawTarget, t *Target) {
 	if t.Clock.Offset < -MaxClockOffset || t.Clock.Offset > MaxClockOffset || t.Clock.Uncertainty > MaxClockOffset {
 		v.fail("target.clock", "offset and uncertainty must each be within %v", MaxClockOffset)
 	}
+}
+
+// routeLimiter validates a sample API route's own limiter (field's
+// limiter): redis_rate, with one policy it enforces exactly.
+func (v *validator) routeLimiter(field string, r *rawTarget, name string, rt *Route) {
+	switch {
+	case name != RouteRedisRate:
+		v.fail(field+".limiter", "unknown %q; use %s, or leave it out for the target's limiter", name, RouteRedisRate)
+	case len(r.External) > 0 || r.Peer != "":
+		v.fail(field+".limiter", "chooses a limiter of the sample API; this target runs its own")
+	case r.Store == string(StoreMemory):
+		v.fail(field+".limiter", "redis_rate keeps its state in Redis; remove store: memory")
+	case len(rt.Policies) != 1:
+		v.fail(field+".policies", "redis_rate applies one policy per route, not %d", len(rt.Policies))
+	default:
+		if err := PeerRedisRate.CheckPolicy(rt.Policies[0]); err != nil {
+			v.fail(field+".policies[0]", "%w", err)
+		}
+	}
+	rt.Limiter = name
 }
 
 // peer validates a target that runs a peer limiter instead of the sample API.
@@ -643,7 +666,39 @@ func (v *validator) checks(r *rawChecks, t Target) Checks {
 				*q.dst = v.durationMax("checks.overhead."+q.name, q.raw, true, MaxLatencyBound)
 			}
 		}
-		if o.P50 == "" && o.P99 == "" && o.P999 == "" {
+		ratios := []struct {
+			name string
+			raw  *float64
+			dst  *float64
+		}{{"ratio_p50", o.RatioP50, &c.Overhead.RatioP50}, {"ratio_p99", o.RatioP99, &c.Overhead.RatioP99}, {"ratio_p999", o.RatioP999, &c.Overhead.RatioP999}}
+		anyRatio := false
+		for _, q := range ratios {
+			if q.raw == nil {
+				continue
+			}
+			anyRatio = true
+			if *q.raw <= 0 {
+				v.fail("checks.overhead."+q.name, "%v: want a positive ratio, such as 0.6 for at most 60%% of the other route's overhead", *q.raw)
+			}
+			*q.dst = *q.raw
+		}
+		switch {
+		case o.Versus != "":
+			c.Overhead.Versus = o.Versus
+			if rt, ok := find(o.Versus); !ok {
+				v.fail("checks.overhead.versus", "%q is not a route of the target", o.Versus)
+			} else if rt.Baseline() {
+				v.fail("checks.overhead.versus", "%q has no policy; compare with another limited route", o.Versus)
+			} else if o.Versus == o.Route {
+				v.fail("checks.overhead.versus", "%q is the route itself; compare with another limited route", o.Versus)
+			}
+			if !anyRatio {
+				v.fail("checks.overhead", "versus needs at least one bound of ratio_p50, ratio_p99 and ratio_p999")
+			}
+		case anyRatio:
+			v.fail("checks.overhead.versus", "missing; a ratio bound compares with another limited route, such as versus: /api/peer")
+		}
+		if o.P50 == "" && o.P99 == "" && o.P999 == "" && !anyRatio {
 			v.fail("checks.overhead", "give at least one bound of p50, p99 and p999")
 		}
 	}

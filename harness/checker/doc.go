@@ -166,8 +166,10 @@
 //     sent_ns), over those planned less those withheld (from the record);
 //   - history-complete: no result dropped before the history;
 //   - max-latency and latency-overhead (p50, p99, p99.9 of the limited route
-//     against its baseline): latency from the intended send time, from the
-//     history, marked unknown when the generator fell behind;
+//     against its baseline's requests in the same phases) and
+//     latency-overhead-ratio (that overhead as a multiple of another limited
+//     route's, the overhead bound's versus): latency from the intended send
+//     time, from the history, marked unknown when the generator fell behind;
 //   - retry-after-probe: the probe phases' outcomes;
 //   - fault-injected: every scheduled fault took effect and was healed;
 //   - key-ttl: the record's scan of Redis found no key without a TTL.

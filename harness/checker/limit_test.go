@@ -54,7 +54,7 @@ func sameMeaning(t *testing.T, spec string) (accepted bool) {
 	return true
 }
 
-var specPattern = regexp.MustCompile(`\b(token_bucket|gcra|leaky_bucket|fixed_window|sliding_window_log|sliding_window_counter):[^"'\s\]]+`)
+var specPattern = regexp.MustCompile("\\b(token_bucket|gcra|leaky_bucket|fixed_window|sliding_window_log|sliding_window_counter):[^\"'\\s\\]`]*[^\"'\\s\\]`.,;:)]")
 
 // Every policy of every shipped scenario means the same to the checker as
 // to the reference limiter.

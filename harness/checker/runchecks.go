@@ -17,6 +17,7 @@ const (
 	CheckHistoryComplete = "history-complete"
 	CheckMaxLatency      = "max-latency"
 	CheckOverhead        = "latency-overhead"
+	CheckOverheadRatio   = "latency-overhead-ratio"
 	CheckProbe           = "retry-after-probe"
 	CheckFaultInjected   = "fault-injected"
 	CheckKeyTTL          = "key-ttl"
@@ -36,7 +37,7 @@ type timings struct {
 	worstID      uint64
 	worstKey     string
 	worstFrom    int64
-	latencies    map[string][]int64 // by route, only the overhead's routes
+	latencies    map[string]map[string][]int64 // by route and phase, only the overhead's routes
 	// probePhases are the names of the Retry-After probe phases (unless
 	// another kind of phase shares the name); probeKeys the keys their
 	// requests carried.
@@ -54,7 +55,10 @@ func newTimings(rec *runrecord.ScenarioRecord) *timings {
 	if c := rec.Checks; c != nil {
 		t.lagTolerance = int64(c.LagTolerance)
 		if ov := c.Overhead; ov != nil {
-			t.latencies = map[string][]int64{ov.Route: nil, ov.Baseline: nil}
+			t.latencies = map[string]map[string][]int64{ov.Route: {}, ov.Baseline: {}}
+			if ov.Versus != "" {
+				t.latencies[ov.Versus] = map[string][]int64{}
+			}
 		}
 	}
 	return t
@@ -69,8 +73,8 @@ func (t *timings) add(r *history.Record) {
 	if lat > t.worst {
 		t.worst, t.worstID, t.worstKey, t.worstFrom = lat, r.ID, r.Key, r.IntendedNs
 	}
-	if lats, ok := t.latencies[r.Route]; ok {
-		t.latencies[r.Route] = append(lats, lat)
+	if byPhase, ok := t.latencies[r.Route]; ok {
+		byPhase[r.Phase] = append(byPhase[r.Phase], lat)
 	}
 	if t.probePhases[r.Phase] {
 		t.probeKeys[r.Key] = struct{}{}
@@ -163,32 +167,90 @@ func (t *timings) delivered(phases []runrecord.PhaseRecord) float64 {
 }
 
 // overhead compares the limited route with its baseline at p50, p99 and
-// p99.9 of the latency from the intended send time.
+// p99.9 of the latency from the intended send time, the baseline's
+// requests taken from the phases the route had traffic in; and, with a
+// Versus route, the route's overhead with Versus's at each percentile
+// that has a ratio bound.
 func (t *timings) overhead(ov *runrecord.OverheadBounds, loadOK bool) []Result {
-	limited, baseline := t.latencies[ov.Route], t.latencies[ov.Baseline]
+	limited, baseline := t.against(ov.Route, ov.Baseline)
 	if len(limited) == 0 || len(baseline) == 0 {
 		return []Result{{Name: CheckOverhead, Verdict: Unknown, Unit: "ms",
-			Explanation: fmt.Sprintf("no traffic reached %s or its baseline %s: add both to a phase's routes", ov.Route, ov.Baseline)}}
+			Explanation: fmt.Sprintf("no traffic reached %s or its baseline %s in the same phases: add both to a phase's routes", ov.Route, ov.Baseline)}}
 	}
-	slices.Sort(limited)
-	slices.Sort(baseline)
 	var out []Result
-	for _, q := range []struct {
-		name  string
-		p     float64
-		bound time.Duration
-	}{{"p50", 0.5, ov.P50}, {"p99", 0.99, ov.P99}, {"p99.9", 0.999, ov.P999}} {
-		if q.bound <= 0 {
+	for _, q := range overheadQuantiles {
+		bound := q.bound(ov)
+		if bound <= 0 {
 			continue
 		}
 		l, b := quantile(limited, q.p), quantile(baseline, q.p)
 		diff := l - b
 		out = append(out, latencyVerdict(Result{
-			Name: CheckOverhead, Scope: q.name, Observed: millis(diff), Bound: millis(q.bound), Unit: "ms",
+			Name: CheckOverhead, Scope: q.name, Observed: millis(diff), Bound: millis(bound), Unit: "ms",
 			Explanation: fmt.Sprintf("%s latency %v on %s against %v on %s", q.name, l, ov.Route, b, ov.Baseline),
-		}, diff <= q.bound, loadOK))
+		}, diff <= bound, loadOK))
+	}
+	if ov.Versus != "" {
+		out = append(out, t.overheadRatio(ov, limited, baseline, loadOK)...)
 	}
 	return out
+}
+
+// overheadQuantiles are the percentiles the overhead bounds name, each
+// with its bound and its ratio bound.
+var overheadQuantiles = []struct {
+	name  string
+	p     float64
+	bound func(*runrecord.OverheadBounds) time.Duration
+	ratio func(*runrecord.OverheadBounds) float64
+}{
+	{"p50", 0.5, func(o *runrecord.OverheadBounds) time.Duration { return o.P50 }, func(o *runrecord.OverheadBounds) float64 { return o.RatioP50 }},
+	{"p99", 0.99, func(o *runrecord.OverheadBounds) time.Duration { return o.P99 }, func(o *runrecord.OverheadBounds) float64 { return o.RatioP99 }},
+	{"p99.9", 0.999, func(o *runrecord.OverheadBounds) time.Duration { return o.P999 }, func(o *runrecord.OverheadBounds) float64 { return o.RatioP999 }},
+}
+
+// overheadRatio bounds the route's overhead over its baseline as a
+// multiple of ov.Versus's over its own, at each percentile with a ratio
+// bound. limited and baseline are the route's and its baseline's sorted
+// latencies.
+func (t *timings) overheadRatio(ov *runrecord.OverheadBounds, limited, baseline []int64, loadOK bool) []Result {
+	versus, versusBase := t.against(ov.Versus, ov.Baseline)
+	if len(versus) == 0 || len(versusBase) == 0 {
+		return []Result{{Name: CheckOverheadRatio, Verdict: Unknown, Unit: "× the overhead of " + ov.Versus,
+			Explanation: fmt.Sprintf("no traffic reached %s or its baseline %s in the same phases: add both to a phase's routes", ov.Versus, ov.Baseline)}}
+	}
+	var out []Result
+	for _, q := range overheadQuantiles {
+		bound := q.ratio(ov)
+		if bound <= 0 {
+			continue
+		}
+		mine := quantile(limited, q.p) - quantile(baseline, q.p)
+		theirs := quantile(versus, q.p) - quantile(versusBase, q.p)
+		r := Result{Name: CheckOverheadRatio, Scope: q.name, Bound: bound, Unit: "× the overhead of " + ov.Versus}
+		explain := fmt.Sprintf("%s overhead %v on %s against %v on %s, each over %s in its own phases", q.name, mine, ov.Route, theirs, ov.Versus, ov.Baseline)
+		if theirs <= 0 {
+			r.Verdict, r.Explanation = Unknown, explain+fmt.Sprintf(": %s adds no measurable latency, so no ratio can be taken", ov.Versus)
+			out = append(out, r)
+			continue
+		}
+		ratio := float64(mine) / float64(theirs)
+		r.Observed, r.Explanation = math.Round(ratio*1000)/1000, explain
+		out = append(out, latencyVerdict(r, ratio <= bound, loadOK))
+	}
+	return out
+}
+
+// against returns the sorted latencies of route, and of baseline in the
+// phases route had traffic in.
+func (t *timings) against(route, baseline string) (limited, base []int64) {
+	for phase, lats := range t.latencies[route] {
+		limited = append(limited, lats...)
+		base = append(base, t.latencies[baseline][phase]...)
+	}
+	slices.Sort(limited)
+	slices.Sort(base)
+	return limited, base
 }
 
 // quantile is the value of rank round(q·n) (at least 1) of sorted, to the

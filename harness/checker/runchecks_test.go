@@ -376,3 +376,59 @@ func TestCompareResults(t *testing.T) {
 		})
 	}
 }
+
+// TestOverheadRatio compares two limited routes, each against the
+// baseline requests of its own phases: in the first phase the machine is
+// fast (baseline 1 ms, /a 0.2 ms more), in the second slow (baseline 2 ms,
+// /v 0.5 ms more), so /a's overhead is 0.4 of /v's at every percentile,
+// which a baseline pooled over both phases would not show.
+func TestOverheadRatio(t *testing.T) {
+	build := func(ratio float64, versusExtra time.Duration) *recorded {
+		r := newRecorded()
+		r.rec.Phases = []runrecord.PhaseRecord{{Name: "reference", Kind: runrecord.PhaseConstant}, {Name: "versus", Kind: runrecord.PhaseConstant}}
+		r.rec.Checks.Overhead = &runrecord.OverheadBounds{Route: "/a", Baseline: "/b", P50: time.Millisecond, Versus: "/v", RatioP50: ratio, RatioP99: ratio}
+		send := func(phase int, route string, at, took time.Duration) {
+			r.add("k", at, at+took, history.Admitted, func(q *history.Record) {
+				q.Route, q.Phase, q.IntendedNs = route, r.rec.Phases[phase].Name, int64(at)
+			})
+			r.rec.Phases[phase].Planned++
+		}
+		for i := range 100 {
+			at := ms(float64(10 * i))
+			send(0, "/a", at, 1200*time.Microsecond)
+			send(0, "/b", at, time.Millisecond)
+			send(1, "/v", ms(2000)+at, 2*time.Millisecond+versusExtra)
+			send(1, "/b", ms(2000)+at, 2*time.Millisecond)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name     string
+		bound    float64
+		extra    time.Duration
+		verdict  Verdict
+		observed float64
+	}{
+		{"within", 0.6, 500 * time.Microsecond, Pass, 0.4},
+		{"above", 0.3, 500 * time.Microsecond, Fail, 0.4},
+		{"versus adds nothing", 0.6, 0, Unknown, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := build(tc.bound, tc.extra).check(t)
+			for _, scope := range []string{"p50", "p99"} {
+				got := resultIn(t, rep, CheckOverheadRatio, scope)
+				if got.Verdict != tc.verdict || got.Observed != tc.observed || got.Bound != tc.bound {
+					t.Errorf("%s ratio = %s %v (bound %v), want %s %v: %s", scope, got.Verdict, got.Observed, got.Bound, tc.verdict, tc.observed, got.Explanation)
+				}
+			}
+			if got := resultIn(t, rep, CheckOverhead, "p50"); got.Observed != 0.2 || got.Verdict != Pass {
+				t.Errorf("p50 overhead of /a = %s %v ms, want pass 0.2 ms against its own phase's baseline: %s", got.Verdict, got.Observed, got.Explanation)
+			}
+		})
+	}
+	r := build(0.6, time.Millisecond)
+	r.rec.Checks.Overhead.Versus = "/none"
+	if got := resultIn(t, r.check(t), CheckOverheadRatio, ""); got.Verdict != Unknown || !strings.Contains(got.Explanation, "/none") {
+		t.Errorf("no traffic on the versus route: %+v, want unknown naming /none", got)
+	}
+}

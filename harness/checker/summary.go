@@ -43,7 +43,8 @@ const SummarySchema = "rlbench-summary/v1"
 //	                 ratelimit-fields, header-style, status,
 //	                 boundary-burst-ratio, fault-latency, failure-mode,
 //	                 load-delivered, history-complete, max-latency,
-//	                 latency-overhead, retry-after-probe, fault-injected,
+//	                 latency-overhead, latency-overhead-ratio,
+//	                 retry-after-probe, fault-injected,
 //	                 key-ttl; "run" for a scenario that could not run).
 //	    scope        string, optional: the limit or route checked.
 //	    class        string: whose conclusion it is: "limiter", or "harness"

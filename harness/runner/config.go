@@ -55,7 +55,7 @@ func InstanceConfig(sc *scenarios.Scenario, i int, redisURL, faulty string) samp
 		}
 	}
 	for _, rt := range sc.Target.Routes {
-		er := sampleapi.ExtraRoute{Method: rt.Method, Path: rt.Path, Cost: rt.Cost, Limits: rt.Policies, Baseline: rt.Baseline()}
+		er := sampleapi.ExtraRoute{Method: rt.Method, Path: rt.Path, Cost: rt.Cost, Limits: rt.Policies, Baseline: rt.Baseline(), Limiter: rt.Limiter}
 		if er.Method == "" {
 			er.Method = http.MethodGet
 		}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,6 +73,28 @@ func TestInstanceConfigIsAcceptedBySampleAPI(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestInstanceConfigRouteLimiter: a route a scenario gives to redis_rate is
+// given to redis_rate in the instance's configuration, which the sample API
+// accepts.
+func TestInstanceConfigRouteLimiter(t *testing.T) {
+	sc, err := scenarios.LoadFile("../../scenarios/bench/overhead-vs-redis-rate.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := InstanceConfig(sc, 0, "redis://127.0.0.1:1/0", "")
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, er := range cfg.ExtraRoutes {
+		got[er.Path] = er.Limiter
+	}
+	want := map[string]string{"/api/reference": "", "/api/redis-rate": sampleapi.LimiterRedisRate, "/api/baseline": ""}
+	if !maps.Equal(got, want) {
+		t.Fatalf("route limiters %v, want %v", got, want)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -90,6 +91,10 @@ func preflight(ctx context.Context, sc *scenarios.Scenario, out string) error {
 // the same whatever the store) and sends every route of sc one request.
 func routeAll(ctx context.Context, sc *scenarios.Scenario, cfg sampleapi.Config) (err error) {
 	cfg.Store, cfg.Redis, cfg.Limiter, cfg.Faulty = sampleapi.StoreMemory, "", sampleapi.LimiterReference, ""
+	cfg.ExtraRoutes = slices.Clone(cfg.ExtraRoutes)
+	for i := range cfg.ExtraRoutes {
+		cfg.ExtraRoutes[i].Limiter = "" // a route on redis_rate needs Redis; the router is the same
+	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("memory copy of the instance config: %w", err)
 	}

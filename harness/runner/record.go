@@ -30,7 +30,8 @@ func (o *Outcome) Record() runrecord.ScenarioRecord {
 		rec.Checks.FalseRejectionsMaxRate = &rate
 	}
 	if ov := sc.Checks.Overhead; ov != nil {
-		rec.Checks.Overhead = &runrecord.OverheadBounds{Route: ov.Route, Baseline: ov.Baseline, P50: ov.P50, P99: ov.P99, P999: ov.P999}
+		rec.Checks.Overhead = &runrecord.OverheadBounds{Route: ov.Route, Baseline: ov.Baseline, P50: ov.P50, P99: ov.P99, P999: ov.P999,
+			Versus: ov.Versus, RatioP50: ov.RatioP50, RatioP99: ov.RatioP99, RatioP999: ov.RatioP999}
 	}
 	for _, rt := range sc.Target.Routes {
 		rr := runrecord.RouteRecord{Path: rt.Path, Cost: rt.Cost, Baseline: rt.Baseline()}

@@ -19,7 +19,7 @@ func TestRecordHoldsWhatTheChecksRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc.Checks.MaxLatency = time.Second
-	sc.Checks.Overhead = &scenarios.Overhead{Route: "/a", Baseline: "/b", P99: 10 * time.Millisecond}
+	sc.Checks.Overhead = &scenarios.Overhead{Route: "/a", Baseline: "/b", P99: 10 * time.Millisecond, Versus: "/v", RatioP50: 0.6}
 	sc.Checks.MaxExcess, sc.Checks.FalseRejections = 2, &scenarios.FalseRejections{MaxRate: 0.01}
 	injected := runrecord.FaultWindow{Kind: "redis_kill", At: 3 * time.Second, FromNs: 3e9, ToNs: 5e9}
 	never := runrecord.FaultWindow{Kind: "redis_kill", At: time.Hour}
@@ -43,7 +43,7 @@ func TestRecordHoldsWhatTheChecksRead(t *testing.T) {
 	}
 	headers, rate := true, 0.01 // the drill leaves checks.headers at its default
 	wantChecks := &runrecord.CheckSettings{LoadDelivered: sc.Checks.LoadDelivered, LagTolerance: 50 * time.Millisecond, MaxLatency: time.Second,
-		Overhead:  &runrecord.OverheadBounds{Route: "/a", Baseline: "/b", P99: 10 * time.Millisecond},
+		Overhead:  &runrecord.OverheadBounds{Route: "/a", Baseline: "/b", P99: 10 * time.Millisecond, Versus: "/v", RatioP50: 0.6},
 		MaxExcess: 2, FalseRejectionsMaxRate: &rate, Headers: &headers}
 	if !reflect.DeepEqual(rec.Checks, wantChecks) {
 		t.Errorf("Checks = %+v, want %+v", rec.Checks, wantChecks)

@@ -307,13 +307,19 @@ type CheckSettings struct {
 
 // OverheadBounds bound the latency Route adds over Baseline, the same
 // handler with the limiter bypassed, at three percentiles; a zero bound is
-// not checked.
+// not checked. With Versus, another limited route, the Ratio bounds are the
+// most Route's overhead may be as a multiple of Versus's at each
+// percentile.
 type OverheadBounds struct {
-	Route    string        `json:"route"`
-	Baseline string        `json:"baseline"`
-	P50      time.Duration `json:"p50_ns,omitempty"`
-	P99      time.Duration `json:"p99_ns,omitempty"`
-	P999     time.Duration `json:"p999_ns,omitempty"`
+	Route     string        `json:"route"`
+	Baseline  string        `json:"baseline"`
+	P50       time.Duration `json:"p50_ns,omitempty"`
+	P99       time.Duration `json:"p99_ns,omitempty"`
+	P999      time.Duration `json:"p999_ns,omitempty"`
+	Versus    string        `json:"versus,omitempty"`
+	RatioP50  float64       `json:"ratio_p50,omitempty"`
+	RatioP99  float64       `json:"ratio_p99,omitempty"`
+	RatioP999 float64       `json:"ratio_p999,omitempty"`
 }
 
 // KeyScan is a scan of every key of the run's Redis for keys that exist

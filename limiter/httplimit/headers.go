@@ -171,28 +171,30 @@ func (c *headerCache) policy(limits []limiter.Limit) string {
 	return v.(string)
 }
 
-// write sets the fields of style for decision d taken under limits, at time now.
-func (c *headerCache) write(h http.Header, style HeaderStyle, d limiter.Decision, limits []limiter.Limit, now time.Time) {
-	itoa := func(n int64) []string { return []string{strconv.FormatInt(n, 10)} }
+// write sets the fields of style for decision d, whose RateLimit-Policy
+// value is policy, at time now.
+func (c *headerCache) write(h http.Header, style HeaderStyle, d limiter.Decision, policy string, now time.Time) {
 	if style&HeadersIETF != 0 {
-		h[hRateLimitPolicy] = []string{c.policy(limits)}
-		b := make([]byte, 0, 64)
-		b = append(b, c.name(d.Limit)...)
+		var buf [96]byte
+		b := append(buf[:0], c.name(d.Limit)...)
 		b = append(b, ";r="...)
 		b = strconv.AppendInt(b, d.Remaining, 10)
 		b = append(b, ";t="...)
 		b = strconv.AppendInt(b, d.ResetAfterSeconds(), 10)
-		h[hRateLimit] = []string{string(b)}
+		vals := [2]string{policy, string(b)} // one allocation for both fields
+		h[hRateLimitPolicy], h[hRateLimit] = vals[0:1:1], vals[1:2:2]
 	}
+	if style&(HeadersDraft06|HeadersLegacy) == 0 {
+		return
+	}
+	capacity, remaining := strconv.FormatInt(d.Limit.Capacity(), 10), strconv.FormatInt(d.Remaining, 10)
 	if style&HeadersDraft06 != 0 {
-		h[hRateLimitLimit] = itoa(d.Limit.Capacity())
-		h[hRateLimitRemaining] = itoa(d.Remaining)
-		h[hRateLimitReset] = itoa(d.ResetAfterSeconds())
+		vals := [3]string{capacity, remaining, strconv.FormatInt(d.ResetAfterSeconds(), 10)}
+		h[hRateLimitLimit], h[hRateLimitRemaining], h[hRateLimitReset] = vals[0:1:1], vals[1:2:2], vals[2:3:3]
 	}
 	if style&HeadersLegacy != 0 {
-		h[hXRateLimitLimit] = itoa(d.Limit.Capacity())
-		h[hXRateLimitRemain] = itoa(d.Remaining)
-		h[hXRateLimitReset] = itoa(resetEpoch(now, d))
+		vals := [3]string{capacity, remaining, strconv.FormatInt(resetEpoch(now, d), 10)}
+		h[hXRateLimitLimit], h[hXRateLimitRemain], h[hXRateLimitReset] = vals[0:1:1], vals[1:2:2], vals[2:3:3]
 	}
 }
 

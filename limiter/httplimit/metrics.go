@@ -2,6 +2,7 @@ package httplimit
 
 import (
 	"errors"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -36,4 +37,40 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		errs = append(errs, reg.Register(c))
 	}
 	return m, errors.Join(errs...)
+}
+
+// routeMetrics are one route's collectors, resolved once when the
+// middleware is built, so that a request looks up no label but the policy.
+type routeMetrics struct {
+	latency                            prometheus.Observer
+	errors                             prometheus.Counter
+	degraded                           [2]prometheus.Counter // by outcome: rejected, admitted
+	admitted, rejected, shadowRejected *policyCounters
+}
+
+func (m *metrics) forRoute(name string) *routeMetrics {
+	return &routeMetrics{
+		latency:        m.latency.WithLabelValues(name),
+		errors:         m.errors.WithLabelValues(name),
+		degraded:       [2]prometheus.Counter{m.degraded.WithLabelValues(name, "rejected"), m.degraded.WithLabelValues(name, "admitted")},
+		admitted:       &policyCounters{vec: m.admitted, route: name},
+		rejected:       &policyCounters{vec: m.rejected, route: name},
+		shadowRejected: &policyCounters{vec: m.shadowRejected, route: name},
+	}
+}
+
+// policyCounters are the counters of one route by policy, resolved on
+// first use: policies come from configuration, so there are few.
+type policyCounters struct {
+	vec    *prometheus.CounterVec
+	route  string
+	byName sync.Map // policy → prometheus.Counter
+}
+
+func (c *policyCounters) get(policy string) prometheus.Counter {
+	if v, ok := c.byName.Load(policy); ok {
+		return v.(prometheus.Counter)
+	}
+	v, _ := c.byName.LoadOrStore(policy, c.vec.WithLabelValues(c.route, policy))
+	return v.(prometheus.Counter)
 }

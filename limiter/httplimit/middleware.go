@@ -126,6 +126,11 @@ type route struct {
 	Route
 	method, path string
 	prefix       bool
+	// metrics are the route's collectors, resolved once; nil without metrics.
+	metrics *routeMetrics
+	// policy is the RateLimit-Policy value of the route's own limits,
+	// written when they are all a request is held to.
+	policy string
 }
 
 // Option configures a Middleware.
@@ -303,7 +308,24 @@ func New(lim limiter.Limiter, opts ...Option) (*Middleware, error) {
 		}
 		m.metrics = mt
 	}
+	for _, r := range append(sliceOf(m.routes), &m.fallback) {
+		if m.metrics != nil {
+			r.metrics = m.metrics.forRoute(r.Name)
+		}
+		if len(r.Limits) > 0 {
+			r.policy = m.headers.policy(r.Limits)
+		}
+	}
 	return m, nil
+}
+
+// sliceOf returns pointers to the elements of routes.
+func sliceOf(routes []route) []*route {
+	out := make([]*route, len(routes))
+	for i := range routes {
+		out[i] = &routes[i]
+	}
+	return out
 }
 
 func (r *route) parse() error {
@@ -375,7 +397,8 @@ func IdentityFrom(ctx context.Context) (Identity, bool) {
 // HashKey is the form in which an API key reaches the limiter, logs and
 // metrics: "key:" and the first 16 bytes of its SHA-256, in hex.
 func HashKey(apiKey string) string {
-	sum := sha256.Sum256([]byte(apiKey))
+	var buf [64]byte // keys up to 64 bytes are hashed without an allocation
+	sum := sha256.Sum256(append(buf[:0], apiKey...))
 	return "key:" + hex.EncodeToString(sum[:16])
 }
 
@@ -432,7 +455,12 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	if id.Key == "" {
 		limits = m.anonymous
 	}
-	if len(rt.Limits) > 0 {
+	policy := "" // the RateLimit-Policy value when known without a lookup
+	switch {
+	case len(rt.Limits) == 0:
+	case len(limits) == 0: // the route's own limits alone: no copy
+		limits, policy = rt.Limits, rt.policy
+	default:
 		limits = append(append(make([]limiter.Limit, 0, len(limits)+len(rt.Limits)), limits...), rt.Limits...)
 	}
 	if len(limits) == 0 {
@@ -446,53 +474,64 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	}
 	start := time.Now()
 	d, err := m.lim.AllowN(r.Context(), key, rt.Cost, limits...)
-	if m.metrics != nil {
-		m.metrics.latency.WithLabelValues(rt.Name).Observe(time.Since(start).Seconds())
+	if rt.metrics != nil {
+		rt.metrics.latency.Observe(time.Since(start).Seconds())
 	}
 	if err != nil {
-		m.log.Warn("rate limit decision failed", "key", key, "route", rt.Name, "err", err)
+		if m.log.Enabled(r.Context(), slog.LevelWarn) {
+			m.log.Warn("rate limit decision failed", "key", key, "route", rt.Name, "err", err)
+		}
 		m.fail(w, r, rt, err)
 		return
 	}
-	policy := m.headers.id(d.Limit)
 	if !m.shadow {
 		now := m.now()
 		h := w.Header()
 		if !d.Degraded { // a degraded decision's numbers are not the shared budget's
-			m.headers.write(h, m.style, d, limits, now)
+			if policy == "" {
+				policy = m.headers.policy(limits)
+			}
+			m.headers.write(h, m.style, d, policy, now)
 		}
 		if m.decTime {
 			h[hDecisionTime] = []string{strconv.FormatInt(now.UnixMicro(), 10)}
 		}
 	}
-	if d.Degraded && m.metrics != nil {
-		m.metrics.degraded.WithLabelValues(rt.Name, outcome(d.Allowed)).Inc()
+	if d.Degraded && rt.metrics != nil {
+		rt.metrics.degraded[boolIndex(d.Allowed)].Inc()
 	}
 	if !d.Allowed && d.Degraded && m.degraded != http.StatusTooManyRequests && !m.shadow {
-		m.log.Debug("rejected without the shared store", "key", key, "route", rt.Name, "status", m.degraded)
+		if m.log.Enabled(r.Context(), slog.LevelDebug) {
+			m.log.Debug("rejected without the shared store", "key", key, "route", rt.Name, "status", m.degraded)
+		}
 		w.Header().Set("Retry-After", strconv.FormatInt(d.RetryAfterSeconds(), 10))
 		WriteProblem(w, Problem{Status: m.degraded, Detail: "the rate limiter's store is unavailable; retry later", Instance: r.URL.Path, RetryAfter: d.RetryAfterSeconds()})
 		return
 	}
 	if !d.Allowed {
+		decider := m.headers.id(d.Limit)
 		if m.shadow {
-			if m.metrics != nil {
-				m.metrics.shadowRejected.WithLabelValues(rt.Name, policy).Inc()
+			if rt.metrics != nil {
+				rt.metrics.shadowRejected.get(decider).Inc()
 			}
-			m.log.Info("rate limited (shadow)", "key", key, "route", rt.Name, "policy", policy, "wait", d.RetryAfter, "cost", rt.Cost)
+			if m.log.Enabled(r.Context(), slog.LevelInfo) {
+				m.log.Info("rate limited (shadow)", "key", key, "route", rt.Name, "policy", decider, "wait", d.RetryAfter, "cost", rt.Cost)
+			}
 			next.ServeHTTP(w, r)
 			return
 		}
-		if m.metrics != nil {
-			m.metrics.rejected.WithLabelValues(rt.Name, policy).Inc()
+		if rt.metrics != nil {
+			rt.metrics.rejected.get(decider).Inc()
 		}
-		m.log.Info("rate limited", "key", key, "route", rt.Name, "policy", policy, "wait", d.RetryAfter, "cost", rt.Cost)
+		if m.log.Enabled(r.Context(), slog.LevelInfo) {
+			m.log.Info("rate limited", "key", key, "route", rt.Name, "policy", decider, "wait", d.RetryAfter, "cost", rt.Cost)
+		}
 		w.Header()[hRetryAfter] = []string{strconv.FormatInt(d.RetryAfterSeconds(), 10)}
 		m.reject(w, r, d)
 		return
 	}
-	if m.metrics != nil {
-		m.metrics.admitted.WithLabelValues(rt.Name, policy).Inc()
+	if rt.metrics != nil {
+		rt.metrics.admitted.get(m.headers.id(d.Limit)).Inc()
 	}
 	if d.Delay > 0 { // leaky bucket: wait for the request's slot
 		t := time.NewTimer(d.Delay)
@@ -506,16 +545,17 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	next.ServeHTTP(w, r)
 }
 
-func outcome(allowed bool) string {
-	if allowed {
-		return "admitted"
+// boolIndex is 1 for true and 0 for false.
+func boolIndex(b bool) int {
+	if b {
+		return 1
 	}
-	return "rejected"
+	return 0
 }
 
 func (m *Middleware) fail(w http.ResponseWriter, r *http.Request, rt *route, err error) {
-	if m.metrics != nil {
-		m.metrics.errors.WithLabelValues(rt.Name).Inc()
+	if rt.metrics != nil {
+		rt.metrics.errors.Inc()
 	}
 	m.onError(w, r, err)
 }

@@ -27,12 +27,24 @@ const (
 // different nodes or slots, a group is the requests of one hash tag, that
 // is of one identity. Requests whose caller has already given up are not
 // sent, so they charge nothing.
+//
+// When nothing is waiting and a round trip is free, a caller sends its own
+// request at once from its own goroutine (the fast path), so that a lightly
+// loaded store pays no hand-off to a flusher and back: it is then exactly
+// one EVALSHA round trip, as the unbatched store is. Requests that arrive
+// meanwhile queue for a flusher as usual. The fast path is taken only when
+// the caller's context cannot end before its deadline is enforced by the
+// client (deadlines), or cannot end at all, so a call still returns when its
+// context ends.
 type batcher struct {
 	client   redis.UniversalClient
 	header   [2]any // the ARGV every evaluation starts with
 	maxBatch int
 	flushers int
 	merge    bool
+	// deadlines reports whether the client bounds each command by its
+	// context's deadline (ContextTimeoutEnabled).
+	deadlines bool
 
 	mu     sync.Mutex
 	queue  []*call
@@ -49,6 +61,7 @@ type call struct {
 	reply any
 	err   error
 	done  chan struct{} // receives once reply and err are set
+	alone [1]*call      // the batch of this call alone (the fast path)
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
@@ -62,6 +75,11 @@ func (b *batcher) do(ctx context.Context, tag string, keys []string, args []any)
 	}
 	c.ctx, c.tag, c.keys, c.args = ctx, tag, keys, args
 	b.mu.Lock()
+	if len(b.queue) == 0 && b.active < b.flushers && b.inline(ctx) {
+		b.active++
+		b.mu.Unlock()
+		return b.sendOwn(c)
+	}
 	b.queue = append(b.queue, c)
 	if b.active < b.flushers {
 		b.active++
@@ -78,8 +96,42 @@ func (b *batcher) do(ctx context.Context, tag string, keys []string, args []any)
 	} else {
 		<-c.done // a context that never ends: no select needed
 	}
+	return b.release(c)
+}
+
+// inline reports whether a caller with ctx may send its own request: its
+// context never ends, or it ends at a deadline the client enforces.
+func (b *batcher) inline(ctx context.Context) bool {
+	if ctx.Done() == nil {
+		return true
+	}
+	_, ok := ctx.Deadline()
+	return ok && b.deadlines
+}
+
+// sendOwn is the fast path: the caller, holding one of the round trips,
+// sends c alone, then hands anything that queued meanwhile to a flusher.
+func (b *batcher) sendOwn(c *call) (any, error) {
+	c.alone[0] = c
+	b.send(c.alone[:])
+	<-c.done // send signals every call it was given
+	b.mu.Lock()
+	if len(b.queue) > 0 {
+		go b.flush() // keeps the round trip this caller held
+	} else {
+		b.active--
+	}
+	b.mu.Unlock()
+	if c.err != nil && c.ctx.Err() != nil {
+		c.err = c.ctx.Err() // the client's timeout was the caller's deadline
+	}
+	return b.release(c)
+}
+
+// release returns c's outcome and puts c back in the pool.
+func (b *batcher) release(c *call) (any, error) {
 	reply, err := c.reply, c.err
-	*c = call{done: c.done}
+	*c = call{done: c.done} // drops every reference, alone's too
 	callPool.Put(c)
 	return reply, err
 }
@@ -106,26 +158,83 @@ func (b *batcher) flush() {
 
 // send sends one batch and delivers every reply.
 func (b *batcher) send(batch []*call) {
-	live := make([]*call, 0, len(batch))
-	for _, c := range batch {
+	live := batch // copied only when a caller has gone
+	for i, c := range batch {
 		if err := c.ctx.Err(); err != nil {
+			if len(live) == len(batch) {
+				live = append(make([]*call, 0, len(batch)), batch[:i]...)
+			}
 			c.err = err
 			c.done <- struct{}{}
 			continue
 		}
-		live = append(live, c)
+		if len(live) < len(batch) {
+			live = append(live, c)
+		}
 	}
 	if len(live) == 0 {
 		return
 	}
-	ctx, cancel := batchContext(live)
-	defer cancel()
-	groups := b.group(live)
+	ctx := live[0].ctx // one caller: the round trip is its own
+	if len(live) > 1 {
+		var cancel context.CancelFunc
+		ctx, cancel = batchContext(live)
+		defer cancel()
+	}
+	var one [1][]*call
+	groups := one[:]
+	if b.merge {
+		one[0] = live
+	} else {
+		groups = b.group(live)
+	}
+	for i, cmd := range b.eval(ctx, groups) {
+		reply, err := cmd.Result()
+		var vals []any
+		if err == nil {
+			vals, err = replies(reply, len(groups[i]))
+		}
+		for j, c := range groups[i] {
+			if err != nil {
+				c.err = err
+			} else {
+				c.reply = vals[j]
+			}
+			c.done <- struct{}{}
+		}
+	}
+}
+
+// group splits calls into the groups of one hash tag, that is of one
+// identity, keeping their order.
+func (b *batcher) group(calls []*call) [][]*call {
+	var groups [][]*call
+	index := make(map[string]int, len(calls))
+	for _, c := range calls {
+		i, ok := index[c.tag]
+		if !ok {
+			i = len(groups)
+			index[c.tag] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], c)
+	}
+	return groups
+}
+
+// eval runs one evaluation of the script per group and returns their
+// commands, each carrying its own result or error. One group is one
+// EVALSHA, as an unbatched call sends; several are one pipeline. A NOSCRIPT
+// (Redis restarted, or its script cache was flushed) is answered with
+// EVAL, which runs the script and caches it again for the next batch.
+func (b *batcher) eval(ctx context.Context, groups [][]*call) []*redis.Cmd {
+	if len(groups) == 1 {
+		keys, args := b.join(groups[0])
+		return []*redis.Cmd{decideScript.Run(ctx, b.client, keys, args...)}
+	}
 	cmds := b.pipeline(ctx, groups, func(p redis.Pipeliner, keys []string, args []any) *redis.Cmd {
 		return p.EvalSha(ctx, decideScript.Hash(), keys, args...)
 	})
-	// NOSCRIPT: Redis restarted or its script cache was flushed. EVAL
-	// runs the script and caches it again for the next batch.
 	var retry [][]*call
 	var retryAt []int
 	for i, cmd := range cmds {
@@ -141,58 +250,16 @@ func (b *batcher) send(batch []*call) {
 			cmds[i] = again[j]
 		}
 	}
-	for i, g := range groups {
-		reply, err := cmds[i].Result()
-		var vals []any
-		if err == nil {
-			vals, err = replies(reply, len(g))
-		}
-		for j, c := range g {
-			if err != nil {
-				c.err = err
-			} else {
-				c.reply = vals[j]
-			}
-			c.done <- struct{}{}
-		}
-	}
+	return cmds
 }
 
-// group splits calls into the groups that share one evaluation, keeping
-// their order.
-func (b *batcher) group(calls []*call) [][]*call {
-	if b.merge {
-		return [][]*call{calls}
-	}
-	var groups [][]*call
-	index := make(map[string]int, len(calls))
-	for _, c := range calls {
-		i, ok := index[c.tag]
-		if !ok {
-			i = len(groups)
-			index[c.tag] = i
-			groups = append(groups, nil)
-		}
-		groups[i] = append(groups[i], c)
-	}
-	return groups
-}
-
-// pipeline queues one evaluation per group, the group's keys and ARGV
-// joined behind the header, and executes them together; every command
-// carries its own result or error.
+// pipeline queues one evaluation per group and executes them together;
+// every command carries its own result or error.
 func (b *batcher) pipeline(ctx context.Context, groups [][]*call, eval func(p redis.Pipeliner, keys []string, args []any) *redis.Cmd) []*redis.Cmd {
 	pipe := b.client.Pipeline()
 	cmds := make([]*redis.Cmd, len(groups))
 	for i, g := range groups {
-		nkeys, nargs := 0, len(b.header)
-		for _, c := range g {
-			nkeys, nargs = nkeys+len(c.keys), nargs+len(c.args)
-		}
-		keys, args := make([]string, 0, nkeys), append(make([]any, 0, nargs), b.header[:]...)
-		for _, c := range g {
-			keys, args = append(keys, c.keys...), append(args, c.args...)
-		}
+		keys, args := b.join(g)
 		cmds[i] = eval(pipe, keys, args)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
@@ -206,6 +273,23 @@ func (b *batcher) pipeline(ctx context.Context, groups [][]*call, eval func(p re
 		}
 	}
 	return cmds
+}
+
+// join is the KEYS and ARGV of one evaluation deciding the calls of g in
+// order: their keys, and their ARGV behind the header.
+func (b *batcher) join(g []*call) ([]string, []any) {
+	if len(g) == 1 {
+		return g[0].keys, append(append(make([]any, 0, len(b.header)+len(g[0].args)), b.header[:]...), g[0].args...)
+	}
+	nkeys, nargs := 0, len(b.header)
+	for _, c := range g {
+		nkeys, nargs = nkeys+len(c.keys), nargs+len(c.args)
+	}
+	keys, args := make([]string, 0, nkeys), append(make([]any, 0, nargs), b.header[:]...)
+	for _, c := range g {
+		keys, args = append(keys, c.keys...), append(args, c.args...)
+	}
+	return keys, args
 }
 
 // batchContext bounds a round trip by its callers' deadlines: the latest of

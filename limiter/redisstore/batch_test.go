@@ -48,8 +48,8 @@ func TestBatchSend(t *testing.T) {
 				keys, args := st.request(req.key, 1, []limiter.Limit{l})
 				calls = append(calls, &call{ctx: req.ctx, tag: st.hashTag(keys[0]), keys: keys, args: args, done: make(chan struct{}, 1)})
 			}
-			if got, want := len(st.batch.group(calls)), map[bool]int{true: 1, false: 3}[merge]; got != want {
-				t.Fatalf("%d groups, want %d", got, want)
+			if got, want := len(st.batch.group(calls)), 3; got != want {
+				t.Fatalf("%d groups of one identity, want %d", got, want)
 			}
 			// An empty script cache, as after a restart: NOSCRIPT is
 			// answered by running the script with EVAL.
@@ -88,5 +88,114 @@ func TestBatchSend(t *testing.T) {
 			}
 			client.Del(ctx, bad)
 		})
+	}
+}
+
+// TestInline: a caller sends its own request only when its context cannot
+// outlast what the client enforces: no end at all, or a deadline on a
+// client that bounds commands by it.
+func TestInline(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	timed, cancelTimed := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelTimed()
+	tests := []struct {
+		name      string
+		ctx       context.Context
+		deadlines bool
+		want      bool
+	}{
+		{"no end", context.Background(), false, true},
+		{"cancel only", cancelled, true, false},
+		{"deadline enforced", timed, true, true},
+		{"deadline not enforced", timed, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := &batcher{deadlines: tt.deadlines}
+			if got := b.inline(tt.ctx); got != tt.want {
+				t.Fatalf("inline = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	for _, tt := range []struct {
+		opts *redis.Options
+		want bool
+	}{{&redis.Options{}, false}, {&redis.Options{ContextTimeoutEnabled: true}, true}} {
+		c := redis.NewClient(tt.opts)
+		if got := New(c).batch.deadlines; got != tt.want {
+			t.Errorf("ContextTimeoutEnabled %v: deadlines = %v, want %v", tt.opts.ContextTimeoutEnabled, got, tt.want)
+		}
+		c.Close()
+	}
+}
+
+// TestSendOwnThenFlush: a caller on the fast path that finds requests
+// queued behind it when its round trip ends hands them to a flusher, and
+// every request gets its decision.
+func TestSendOwnThenFlush(t *testing.T) {
+	srv := redistest.StartForTest(t)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true, ContextTimeoutEnabled: true})
+	defer client.Close()
+	clock := limitertest.NewClock(limitertest.T0)
+	st := New(client, WithTestClock(clock.Now), WithPrefix("own:"), WithBatching(DefaultMaxBatch, 1))
+	l := limiter.Limit{Algorithm: limiter.GCRA, Rate: 1, Period: time.Second, Burst: 100}
+	// Hold the only round trip as the fast path does, queue three requests
+	// behind it, then finish the round trip.
+	st.batch.mu.Lock()
+	st.batch.active = 1
+	st.batch.mu.Unlock()
+	type result struct {
+		d   limiter.Decision
+		err error
+	}
+	results := make(chan result, 3)
+	for range 3 {
+		go func() {
+			d, err := st.Allow(context.Background(), "queued", l)
+			results <- result{d, err}
+		}()
+	}
+	for {
+		st.batch.mu.Lock()
+		n := len(st.batch.queue)
+		st.batch.mu.Unlock()
+		if n == 3 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	keys, args := st.request("own", 1, []limiter.Limit{l})
+	c := &call{ctx: context.Background(), tag: st.hashTag(keys[0]), keys: keys, args: args, done: make(chan struct{}, 1)}
+	reply, err := st.batch.sendOwn(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := parseReply(reply, []limiter.Limit{l}); err != nil || !d.Allowed || d.Remaining != 99 {
+		t.Fatalf("own request = %+v, %v; want admitted with remaining 99", d, err)
+	}
+	remaining := map[int64]bool{}
+	for range 3 {
+		r := <-results
+		if r.err != nil || !r.d.Allowed {
+			t.Fatalf("queued request = %+v, %v; want admitted", r.d, r.err)
+		}
+		remaining[r.d.Remaining] = true
+	}
+	if got, want := len(remaining), 3; got != want {
+		t.Fatalf("queued requests saw %d distinct remainders, want %d (each charged once)", got, want)
+	}
+	// The flusher gives its round trip back once it finds the queue empty,
+	// after it has delivered the replies.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		st.batch.mu.Lock()
+		active, queued := st.batch.active, len(st.batch.queue)
+		st.batch.mu.Unlock()
+		if active == 0 && queued == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the flush: %d round trips held, %d queued; want 0 and 0", active, queued)
+		}
 	}
 }

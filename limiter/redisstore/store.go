@@ -126,9 +126,12 @@ func WithTestClock(now func() time.Time) Option {
 // exactly what it would be alone; only the round trip and the script's
 // fixed cost are shared.
 //
-// A batched call returns when its context ends even if Redis does not
-// answer, and a request whose caller has gone before it is sent is never
-// sent, so it charges nothing. With maxBatch ≤ 1 every call is its own
+// A caller that finds nothing waiting and a round trip free sends its own
+// request at once, from its own goroutine, so that light load pays no
+// hand-off; it does so only when its context has no end or a deadline the
+// client enforces (ContextTimeoutEnabled). A batched call returns when its
+// context ends even if Redis does not answer, and a request whose caller
+// has gone before it is sent is never sent, so it charges nothing. With maxBatch ≤ 1 every call is its own
 // EVALSHA, which honours the caller's context only if the client was made
 // with ContextTimeoutEnabled.
 func WithBatching(maxBatch, flushers int) Option {
@@ -150,9 +153,21 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 	}
 	if s.maxBatch > 1 {
 		_, single := client.(*redis.Client)
-		s.batch = &batcher{client: client, header: s.header(), maxBatch: s.maxBatch, flushers: s.flushers, merge: single}
+		s.batch = &batcher{client: client, header: s.header(), maxBatch: s.maxBatch, flushers: s.flushers, merge: single, deadlines: enforcesDeadlines(client)}
 	}
 	return s
+}
+
+// enforcesDeadlines reports whether client bounds every command by its
+// context's deadline (ContextTimeoutEnabled); false when it cannot tell.
+func enforcesDeadlines(client redis.UniversalClient) bool {
+	switch c := client.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
 }
 
 // AllowN implements limiter.Limiter: it reports whether a request of cost n
@@ -270,7 +285,8 @@ const tagLen = 2*hashBytes + 2
 
 // identityTag is the hash tag of an identity: "{" + hex(SHA-256(key)[:16]) + "}".
 func identityTag(key string) [tagLen]byte {
-	sum := sha256.Sum256([]byte(key))
+	var buf [64]byte // keys up to 64 bytes are hashed without an allocation
+	sum := sha256.Sum256(append(buf[:0], key...))
 	var tag [tagLen]byte
 	tag[0] = '{'
 	hex.Encode(tag[1:], sum[:hashBytes])

@@ -682,39 +682,50 @@ func TestInvalidInputNeverReachesRedis(t *testing.T) {
 }
 
 // TestPausedRedisDoesNotHang pauses Redis: a decision returns its context's
-// error when the context ends, in both modes, and decisions work again after
-// Resume.
+// error when the context ends, in both modes and whether or not the client
+// enforces context deadlines itself (then a batched call on an idle store
+// sends its own request, and the client's timeout ends it), and decisions
+// work again after Resume.
 func TestPausedRedisDoesNotHang(t *testing.T) {
 	srv := redistest.StartForTest(t)
 	l := limiter.PerSecond(100, 100)
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			// The batched path returns on the caller's context by itself; a
-			// direct EVALSHA needs a client that honours context deadlines.
-			client := newClient(t, srv.Addr())
-			if m.name == "unbatched" {
-				client = redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true, ContextTimeoutEnabled: true})
-				t.Cleanup(func() { client.Close() })
+		for _, deadlines := range []bool{false, true} {
+			if m.name == "unbatched" && !deadlines {
+				continue // a direct EVALSHA needs a client that honours context deadlines
 			}
-			st := redisstore.New(client, append([]redisstore.Option{redisstore.WithPrefix("pause-" + m.name + ":")}, m.opts...)...)
-			if _, err := st.Allow(context.Background(), "p", l); err != nil {
-				t.Fatal(err)
-			}
-			if err := srv.Pause(); err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 100*ms)
-			_, err := st.Allow(ctx, "p", l)
-			cancel()
-			if resumeErr := srv.Resume(); resumeErr != nil {
-				t.Fatal(resumeErr)
-			}
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("Allow on a paused Redis = %v, want context.DeadlineExceeded", err)
-			}
-			if _, err := st.Allow(context.Background(), "p", l); err != nil {
-				t.Fatalf("Allow after Resume: %v", err)
-			}
-		})
+			name := m.name + map[bool]string{false: "/client-timeouts", true: "/context-deadlines"}[deadlines]
+			t.Run(name, func(t *testing.T) {
+				client := newClient(t, srv.Addr())
+				if deadlines {
+					client = redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true, ContextTimeoutEnabled: true})
+					t.Cleanup(func() { client.Close() })
+				}
+				st := redisstore.New(client, append([]redisstore.Option{redisstore.WithPrefix("pause-" + m.name + ":")}, m.opts...)...)
+				if _, err := st.Allow(context.Background(), "p", l); err != nil {
+					t.Fatal(err)
+				}
+				if err := srv.Pause(); err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 100*ms)
+				start := time.Now()
+				_, err := st.Allow(ctx, "p", l)
+				took := time.Since(start)
+				cancel()
+				if resumeErr := srv.Resume(); resumeErr != nil {
+					t.Fatal(resumeErr)
+				}
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("Allow on a paused Redis = %v, want context.DeadlineExceeded", err)
+				}
+				if took > 2*time.Second {
+					t.Fatalf("Allow on a paused Redis took %v, want about its 100ms deadline", took)
+				}
+				if _, err := st.Allow(context.Background(), "p", l); err != nil {
+					t.Fatalf("Allow after Resume: %v", err)
+				}
+			})
+		}
 	}
 }

@@ -6,9 +6,14 @@
 //	    -ratio 'MemoryStore/*/keys=10000 / AnchorXTimeRate/keys=10000'
 //
 // A ratio spec is "OURS / ANCHOR" where OURS may hold one '*', matched
-// against every benchmark. The figure compared is decisions/s when the
-// anchor reports it (ratio ≥ 1: ours is faster), else ns/op (ratio ≤ 1:
-// ours is at least as fast).
+// against every benchmark; a '*' in ANCHOR stands for what OURS's matched.
+// The figure compared is decisions/s when the anchor reports it (ratio ≥ 1:
+// ours is faster), else ns/op (ratio ≤ 1: ours is at least as fast). A
+// side may name the metric it compares after a colon, to compare two
+// figures of one benchmark or a latency:
+//
+//	-ratio 'VersusRedisRate/batched/*:store-decisions/s / VersusRedisRate/batched/*:redis_rate-decisions/s'
+//	-ratio 'OverheadVersusRedisRate:reference-p50-ms / OverheadVersusRedisRate:redis_rate-p50-ms'
 package main
 
 import (
@@ -129,26 +134,71 @@ func write(w io.Writer, results map[string]result, order []string, ratios []stri
 	}
 	fmt.Fprintf(w, "\n| ours | anchor | metric | ours | anchor | ratio ours/anchor |\n|---|---|---|---:|---:|---:|\n")
 	for _, spec := range ratios {
-		ours, anchor, ok := strings.Cut(spec, " / ")
+		oursSpec, anchorSpec, ok := strings.Cut(spec, " / ")
 		if !ok {
 			fmt.Fprintf(w, "| %s | (bad spec: want \"OURS / ANCHOR\") | | | | |\n", spec)
 			continue
 		}
-		a, found := results[strings.TrimSpace(anchor)]
-		if !found {
-			fmt.Fprintf(w, "| %s | %s (not run) | | | | |\n", ours, anchor)
-			continue
-		}
-		unit := mainUnit(a)
+		ours, oursUnit := side(oursSpec)
+		anchorPattern, anchorUnit := side(anchorSpec)
+		matched := false
 		for _, name := range order {
-			if matched, _ := path.Match(strings.TrimSpace(ours), name); !matched || name == strings.TrimSpace(anchor) {
+			star, ok := match(ours, name)
+			if !ok {
 				continue
 			}
-			o := median(results[name][unit])
-			b := median(a[unit])
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.2f |\n", name, strings.TrimSpace(anchor), unit, format(o), format(b), o/b)
+			anchor := strings.Replace(anchorPattern, "*", star, 1)
+			if name == anchor && oursUnit == anchorUnit {
+				continue
+			}
+			a, found := results[anchor]
+			if !found {
+				continue
+			}
+			matched = true
+			aUnit := anchorUnit
+			if aUnit == "" {
+				aUnit = mainUnit(a)
+			}
+			oUnit := oursUnit
+			if oUnit == "" {
+				oUnit = aUnit
+			}
+			o, b := results[name][oUnit], a[aUnit]
+			if len(o) == 0 || len(b) == 0 {
+				fmt.Fprintf(w, "| %s | %s | %s / %s | (not reported) | | |\n", name, anchor, oUnit, aUnit)
+				continue
+			}
+			metric := aUnit
+			if oUnit != aUnit {
+				metric = oUnit + " / " + aUnit
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.2f |\n", name, anchor, metric, format(median(o)), format(median(b)), median(o)/median(b))
+		}
+		if !matched {
+			fmt.Fprintf(w, "| %s | %s (not run) | | | | |\n", strings.TrimSpace(oursSpec), strings.TrimSpace(anchorSpec))
 		}
 	}
+}
+
+// side splits one side of a ratio spec into its benchmark pattern and the
+// metric it names after a colon, if any.
+func side(spec string) (pattern, unit string) {
+	pattern, unit, _ = strings.Cut(strings.TrimSpace(spec), ":")
+	return pattern, unit
+}
+
+// match reports whether name matches pattern (one '*' standing for any run
+// of characters but '/') and what the '*' matched.
+func match(pattern, name string) (string, bool) {
+	if ok, _ := path.Match(pattern, name); !ok {
+		return "", false
+	}
+	before, after, star := strings.Cut(pattern, "*")
+	if !star {
+		return "", true
+	}
+	return name[len(before) : len(name)-len(after)], true
 }
 
 func format(v float64) string {

@@ -13,6 +13,10 @@ BenchmarkMemoryStore/gcra/keys=10000-2   1000   110.0 ns/op   0 B/op   0 allocs/
 BenchmarkAnchorXTimeRate/keys=10000-2    1000   200.0 ns/op   0 B/op   0 allocs/op
 BenchmarkRedis/anchor=redis_rate/10kkeys-2   10   20000 ns/op   50000 decisions/s   600 B/op   21 allocs/op
 BenchmarkRedis/store=batched/gcra/10kkeys-2  10   10000 ns/op   100000 decisions/s  400 B/op    8 allocs/op
+BenchmarkVersusRedisRate/batched/gcra-2  100  30000 ns/op  40000 redis_rate-decisions/s  160000 store-decisions/s  4.0 x
+BenchmarkVersusRedisRate/batched/gcra-2  100  30000 ns/op  50000 redis_rate-decisions/s  150000 store-decisions/s  3.0 x
+BenchmarkVersusRedisRate/batched/gcra-2  100  30000 ns/op  45000 redis_rate-decisions/s  200000 store-decisions/s  4.4 x
+BenchmarkOverheadVersusRedisRate-2  5000  1000000 ns/op  0.20 reference-p50-ms  0.25 redis_rate-p50-ms  1.2 reference-p99-ms  1.0 redis_rate-p99-ms
 PASS
 `
 
@@ -21,7 +25,7 @@ func TestTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := len(order), 4; got != want {
+	if got, want := len(order), 6; got != want {
 		t.Fatalf("%d benchmarks, want %d: %v", got, want, order)
 	}
 	var out bytes.Buffer
@@ -29,12 +33,20 @@ func TestTable(t *testing.T) {
 		"MemoryStore/*/keys=10000 / AnchorXTimeRate/keys=10000",
 		"Redis/store=batched/*/10kkeys / Redis/anchor=redis_rate/10kkeys", // * stops at a slash
 		"no separator here",
+		"VersusRedisRate/batched/*:store-decisions/s / VersusRedisRate/batched/*:redis_rate-decisions/s", // two metrics of one benchmark
+		"OverheadVersusRedisRate:reference-p50-ms / OverheadVersusRedisRate:redis_rate-p50-ms",
+		"OverheadVersusRedisRate:reference-p99-ms / OverheadVersusRedisRate:redis_rate-p99-ms",
+		"Nothing/* / AnchorXTimeRate/keys=10000",
 	})
 	for _, want := range []string{
 		"| MemoryStore/gcra/keys=10000 | 3 | 110.0 | 0.00 |  |",                                                        // the median of three runs
 		"| MemoryStore/gcra/keys=10000 | AnchorXTimeRate/keys=10000 | ns/op | 110.0 | 200.0 | 0.55 |",                  // faster: below 1
 		"| Redis/store=batched/gcra/10kkeys | Redis/anchor=redis_rate/10kkeys | decisions/s | 100000 | 50000 | 2.00 |", // throughput: above 1
 		"bad spec",
+		"| VersusRedisRate/batched/gcra | VersusRedisRate/batched/gcra | store-decisions/s / redis_rate-decisions/s | 160000 | 45000 | 3.56 |", // medians
+		"| OverheadVersusRedisRate | OverheadVersusRedisRate | reference-p50-ms / redis_rate-p50-ms | 0.20 | 0.25 | 0.80 |",
+		"| OverheadVersusRedisRate | OverheadVersusRedisRate | reference-p99-ms / redis_rate-p99-ms | 1.20 | 1.00 | 1.20 |",
+		"| Nothing/* | AnchorXTimeRate/keys=10000 (not run) |",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())

@@ -7,7 +7,7 @@
 
 -- gcra_write stores the TAT at offset tat from now.
 local function gcra_write(key, tat)
-  redis.call('SET', key, fmt(now + tat) .. ' ' .. fmt(now), 'PX', ttl(tat))
+  redis.call('SET', key, string.format('%d %d', now + tat, now), 'PX', ttl(tat))
 end
 
 local function gcra(key, t, burst, n, delay)
