@@ -3,11 +3,8 @@ package sampleapi
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/rlbench/rlbench/limiter"
 	"github.com/rlbench/rlbench/sampleapi/faulty"
@@ -39,12 +36,14 @@ func openFaulty(ctx context.Context, cfg Config, logger *slog.Logger) (limiter.L
 	}
 	env := faulty.Env{Clock: cfg.Clock(), Logger: logger}
 	if cfg.Store == StoreRedis {
-		opts, err := redis.ParseURL(cfg.Redis)
+		opts, err := redisOptions(cfg)
 		if err != nil {
-			return nil, nil, fmt.Errorf("redis URL %q: %w", cfg.Redis, err)
+			return nil, nil, err
 		}
-		applyRedisDefaults(opts, cfg.Redis)
 		env.Redis = opts
+		if cfg.RedisSentinel != nil {
+			env.Sentinel = failoverOptions(cfg, opts)
+		}
 	}
 	lim, closeLim, err := v.Open(ctx, env)
 	if err != nil || cfg.FailureMode == "" || v.OwnFailureMode {

@@ -61,16 +61,14 @@ func Resilient(store limiter.Limiter, cfg Config, logger *slog.Logger) (*resilie
 func openStore(ctx context.Context, cfg Config, logger *slog.Logger) (limiter.Limiter, func() error, error) {
 	switch cfg.Store {
 	case StoreRedis:
-		opts, err := redis.ParseURL(cfg.Redis)
+		client, addr, err := newRedisClient(cfg)
 		if err != nil {
-			return nil, nil, fmt.Errorf("redis URL %q: %w", cfg.Redis, err)
+			return nil, nil, err
 		}
-		applyRedisDefaults(opts, cfg.Redis)
-		client := redis.NewClient(opts)
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		if err := client.Ping(pctx).Err(); err != nil {
-			logger.Warn("redis does not answer yet; limited requests fail until it does", "addr", opts.Addr, "err", err)
+			logger.Warn("redis does not answer yet; limited requests fail until it does", "addr", addr, "err", err)
 		}
 		return redisstore.New(client), client.Close, nil
 	case StoreMemory:

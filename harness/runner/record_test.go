@@ -24,7 +24,7 @@ func TestRecordHoldsWhatTheChecksRead(t *testing.T) {
 	never := runrecord.FaultWindow{Kind: "redis_kill", At: time.Hour}
 	o := &Outcome{
 		Scenario: sc, HistoryPath: "x/history.jsonl.gz", ClockOffset: time.Millisecond,
-		Faults: []runrecord.FaultWindow{classify(injected, sc.Faults[0], sc.Target.StoreTimeout), never},
+		Faults: []runrecord.FaultWindow{classify(injected, sc.Faults[0], sc.Target.StoreTimeout, nil), never},
 		Stats: &traffic.Stats{LagTolerance: 50 * time.Millisecond, Dropped: 2, Phases: []*traffic.PhaseStats{
 			{Name: "steady", Kind: scenarios.Constant, Planned: 10, OnTime: 9},
 			{Name: "probe", Kind: scenarios.RetryAfterProbe, Planned: 3},
@@ -66,11 +66,24 @@ func TestClassify(t *testing.T) {
 		{scenarios.Fault{Kind: scenarios.FaultRedisLatency, Latency: 10 * time.Millisecond}, runrecord.FaultWindow{}},
 		{scenarios.Fault{Kind: scenarios.FaultRedisLatency, Latency: timeout}, runrecord.FaultWindow{Unavailable: true}},
 		{scenarios.Fault{Kind: scenarios.FaultInstanceKill, Target: "instance-2"}, runrecord.FaultWindow{Instance: "instance-2"}},
+		{scenarios.Fault{Kind: scenarios.FaultClockStep, Target: "redis", Step: -2 * time.Second}, runrecord.FaultWindow{StepNs: int64(-2 * time.Second)}},
+		{scenarios.Fault{Kind: scenarios.FaultClockStep, Target: "instance-1", Step: time.Second}, runrecord.FaultWindow{StepNs: int64(time.Second), Instance: "instance-1"}},
+		{scenarios.Fault{Kind: scenarios.FaultRedisFailover}, runrecord.FaultWindow{Unavailable: true, LosesState: true, PartialState: true}},
 	}
 	for _, tc := range tests {
-		if got := classify(runrecord.FaultWindow{}, tc.fault, timeout); got != tc.want {
+		if got := classify(runrecord.FaultWindow{}, tc.fault, timeout, nil); got != tc.want {
 			t.Errorf("classify(%+v) = %+v, want %+v", tc.fault, got, tc.want)
 		}
+	}
+}
+
+// TestClassifyReplicaClock: a failover to a replica whose clock is behind
+// steps the limiter's clock by it.
+func TestClassifyReplicaClock(t *testing.T) {
+	behind := -1500 * time.Millisecond
+	got := classify(runrecord.FaultWindow{}, scenarios.Fault{Kind: scenarios.FaultRedisFailover}, time.Second, &behind)
+	if want := int64(behind); got.StepNs != want || !got.LosesState || !got.PartialState {
+		t.Errorf("classify = %+v, want StepNs %d with lost and partial state", got, want)
 	}
 }
 

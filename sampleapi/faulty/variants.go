@@ -20,7 +20,7 @@ import (
 
 // openGoStore opens a goStore on env's Redis with the faults set by configure.
 func openGoStore(env Env, configure func(*goStore)) (limiter.Limiter, func() error, error) {
-	client := redis.NewClient(env.Redis)
+	client := newClient(env)
 	s := newGoStore(client)
 	configure(s)
 	return s, client.Close, nil
@@ -353,3 +353,38 @@ func (f *floorWriter) WriteHeader(code int) {
 
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (f *floorWriter) Unwrap() http.ResponseWriter { return f.ResponseWriter }
+
+// openNoMonotonicTime decides on Redis TIME as the reference does, with no
+// fault but one: the goStore makes no provision for a clock that steps
+// back, so a key's stored time may lie ahead of the clock (field case C12).
+func openNoMonotonicTime(_ context.Context, _ Variant, env Env) (limiter.Limiter, func() error, error) {
+	return openGoStore(env, func(*goStore) {})
+}
+
+// openNoFailover is the reference store on a plain client to the address
+// the configuration's URL names, ignoring the Sentinel.
+func openNoFailover(_ context.Context, _ Variant, env Env) (limiter.Limiter, func() error, error) {
+	client := redis.NewClient(env.Redis)
+	return redisstore.New(client), client.Close, nil
+}
+
+// unboundedPool is the pool size of UnboundedConnections: no bound a run
+// can reach.
+const unboundedPool = 1 << 20
+
+// openUnboundedConnections is the reference store on a client whose pool
+// has no bound and whose commands ignore the caller's deadline: the store
+// timeout answers the request, but its command holds its connection until
+// Redis replies (or the read timeout), and the next request dials another.
+func openUnboundedConnections(_ context.Context, _ Variant, env Env) (limiter.Limiter, func() error, error) {
+	if env.Sentinel != nil {
+		o := *env.Sentinel
+		o.PoolSize, o.ContextTimeoutEnabled = unboundedPool, false
+		client := redis.NewFailoverClient(&o)
+		return redisstore.New(client), client.Close, nil
+	}
+	o := *env.Redis
+	o.PoolSize, o.ContextTimeoutEnabled = unboundedPool, false
+	client := redis.NewClient(&o)
+	return redisstore.New(client), client.Close, nil
+}
