@@ -18,9 +18,9 @@ import (
 	"github.com/rlbench/rlbench/harness/progress"
 	"github.com/rlbench/rlbench/harness/runner"
 	"github.com/rlbench/rlbench/harness/runrecord"
-	"github.com/rlbench/rlbench/limiter/redistest"
 	"github.com/rlbench/rlbench/harness/traffic"
 	"github.com/rlbench/rlbench/limiter"
+	"github.com/rlbench/rlbench/limiter/redistest"
 	"github.com/rlbench/rlbench/reports"
 	"github.com/rlbench/rlbench/scenarios"
 )
