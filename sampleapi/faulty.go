@@ -34,7 +34,7 @@ func openFaulty(ctx context.Context, cfg Config, logger *slog.Logger) (limiter.L
 	if err != nil {
 		return nil, nil, err
 	}
-	env := faulty.Env{Clock: cfg.Clock(), Logger: logger}
+	env := faulty.Env{Clock: cfg.Clock(), Logger: logger, StoreTimeout: cfg.StoreTimeout}
 	if cfg.Store == StoreRedis {
 		opts, err := redisOptions(cfg)
 		if err != nil {

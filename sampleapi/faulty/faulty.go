@@ -31,7 +31,7 @@
 //	reset-epoch        the RateLimit reset is a Unix time where seconds from now are meant (ratelimit-fields)
 //	no-monotonic-time  per-key time follows the limiter's clock backwards: a step back locks clients out (false-rejections; case C12)
 //	no-failover        a plain client to the master as configured: a failover leaves it on a dead or demoted server (budget, failure-mode)
-//	unbounded-connections  an unbounded pool whose commands outlive the store timeout: a slow Redis gets a connection per request (redis-connections; case C18)
+//	unbounded-connections  nothing bounds its connections (pool, deadline, breaker): a slow Redis gets one per waiting request (redis-connections; case C18)
 package faulty
 
 import (
@@ -94,6 +94,9 @@ type Env struct {
 	// Sentinel, when set, is the same options for the master of a Sentinel
 	// group: the variants follow it as the reference does (but NoFailover).
 	Sentinel *redis.FailoverOptions
+	// StoreTimeout is the instance's store timeout (Config.StoreTimeout);
+	// zero means resilience.DefaultTimeout.
+	StoreTimeout time.Duration
 	// Clock is the instance's own clock (shifted by --clock-offset); nil
 	// means time.Now.
 	Clock func() time.Time
@@ -143,7 +146,7 @@ var variants = []Variant{
 	{Name: ResetEpoch, Fault: "the RateLimit reset is the Unix time in seconds at which the budget is full, where the seconds until then are meant", open: openResetEpoch},
 	{Name: NoMonotonicTime, Fault: "per-key time follows the limiter's clock backwards: after a step back, a key's stored time lies ahead and its clients are rejected until the clock catches up", NeedsRedis: true, open: openNoMonotonicTime},
 	{Name: NoFailover, Fault: "a plain client to the Redis master as configured, never asking the Sentinel: after a failover it talks to a dead or demoted server", NeedsRedis: true, open: openNoFailover},
-	{Name: UnboundedConnections, Fault: "a connection pool without a bound whose commands outlive the store timeout: under a slow Redis every waiting request holds a connection of its own", NeedsRedis: true, open: openUnboundedConnections},
+	{Name: UnboundedConnections, Fault: "nothing bounds its connections to Redis (a pool without a bound, commands that outlive the store timeout, no circuit breaker): under a slow Redis every waiting request holds a connection of its own", NeedsRedis: true, OwnFailureMode: true, open: openUnboundedConnections},
 }
 
 // Names returns the names of every variant, in the order of the package

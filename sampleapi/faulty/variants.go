@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -372,19 +373,27 @@ func openNoFailover(_ context.Context, _ Variant, env Env) (limiter.Limiter, fun
 // can reach.
 const unboundedPool = 1 << 20
 
-// openUnboundedConnections is the reference store on a client whose pool
-// has no bound and whose commands ignore the caller's deadline: the store
-// timeout answers the request, but its command holds its connection until
-// Redis replies (or the read timeout), and the next request dials another.
+// openUnboundedConnections fails open on the store timeout as the
+// reference does, but nothing bounds its connections to Redis: each
+// decision is a round trip of its own (no batching), its pool has no bound, its commands ignore the caller's deadline (the store timeout
+// answers the request while the command holds its connection until Redis
+// replies or the read timeout), and no circuit breaker stops calling a
+// store that keeps failing. Under a slow Redis every waiting request holds
+// a connection of its own (field case C18).
 func openUnboundedConnections(_ context.Context, _ Variant, env Env) (limiter.Limiter, func() error, error) {
+	var client redis.UniversalClient
 	if env.Sentinel != nil {
 		o := *env.Sentinel
 		o.PoolSize, o.ContextTimeoutEnabled = unboundedPool, false
-		client := redis.NewFailoverClient(&o)
-		return redisstore.New(client), client.Close, nil
+		client = redis.NewFailoverClient(&o)
+	} else {
+		o := *env.Redis
+		o.PoolSize, o.ContextTimeoutEnabled = unboundedPool, false
+		client = redis.NewClient(&o)
 	}
-	o := *env.Redis
-	o.PoolSize, o.ContextTimeoutEnabled = unboundedPool, false
-	client := redis.NewClient(&o)
-	return redisstore.New(client), client.Close, nil
+	never := resilience.BreakerConfig{ConsecutiveFailures: math.MaxInt, FailureRate: 1, Window: 1 << 20}
+	r := resilience.New(redisstore.New(client, redisstore.WithBatching(1, 1)), resilience.Config{
+		Mode: resilience.FailOpen, Timeout: env.StoreTimeout, Breaker: never, Clock: env.Clock, Logger: env.Logger,
+	})
+	return r, func() error { return errors.Join(r.Close(), client.Close()) }, nil
 }
