@@ -70,7 +70,7 @@ func TestShipped(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"bearer-post", "boundary-burst", "concurrency", "cost-weighted",
-		"drill-clock-skew", "drill-instance-kill", "drill-redis-kill-closed", "drill-redis-kill-fallback", "drill-redis-kill-open", "drill-redis-pause", "drill-redis-slow",
+		"drill-clock-skew", "drill-clock-step", "drill-instance-kill", "drill-redis-failover", "drill-redis-kill-closed", "drill-redis-kill-fallback", "drill-redis-kill-open", "drill-redis-pause", "drill-redis-slow", "drill-replica-clock",
 		"hot-key", "ipv6-prefix", "multi-instance-budget", "overhead", "quickstart", "retry-after", "tiers"}
 	var got []string
 	for _, in := range infos {
@@ -200,7 +200,7 @@ func TestLoad(t *testing.T) {
 	}{
 		{"shipped name", []string{"concurrency"}, 1, nil},
 		{"file", []string{"tiers.yaml"}, 1, nil},
-		{"directory", []string{"."}, 18, nil},
+		{"directory", []string{"."}, 21, nil},
 		{"file and name", []string{"tiers.yaml", "hot-key"}, 2, nil},
 		{"unknown name", []string{"quikstart"}, 0, ErrNotFound},
 		{"missing file", []string{"nope/none.yaml"}, 0, ErrNotFound},
