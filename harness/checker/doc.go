@@ -54,7 +54,13 @@
 // (failure-mode: admitted when open, 503 with Retry-After when closed,
 // within each instance's share when falling back). Requests from a fault
 // to the end of its recovery are left out of the budget, and a store that
-// came back empty starts every key afresh.
+// came back empty starts every key afresh. A store that came back with part
+// of its state (a promoted replica) also hides, after its recovery, the
+// policy's longest refill. A step of the limiter's clock or an instance's
+// widens the decision interval of every request that may have followed it,
+// by what the limiter's contract allows (per-key time never runs
+// backwards), and the clock offset's uncertainty by the step
+// (clocksteps.go).
 //
 // # One verdict pipeline
 //
@@ -74,7 +80,9 @@
 //     history, marked unknown when the generator fell behind;
 //   - retry-after-probe: the probe phases' outcomes;
 //   - fault-injected: every scheduled fault took effect and was healed;
-//   - key-ttl: the record's scan of Redis found no key without a TTL.
+//   - key-ttl: the record's scan of Redis found no key without a TTL;
+//   - redis-connections: the client connections Redis reported during a
+//     drill never exceeded the instances' pools plus the harness's own.
 //
 // CheckScenario opens a run directory's history and calls CheckRun; `rlbench
 // run` calls it on the run it has just recorded and `rlbench check DIR` on a

@@ -189,7 +189,9 @@ type FaultWindow struct {
 	// was sent: between them the fault was surely in effect, so the
 	// declared failure mode must decide every request answered then. Zero
 	// in records written before they were recorded (FromNs and ToNs then
-	// stand in; see InEffect).
+	// stand in; see InEffect). For a redis_failover HealNs is the last
+	// moment the Sentinel still named the old master: the store was
+	// unavailable until then, whatever the heal did later.
 	InjectedNs int64 `json:"injected_ns,omitempty"`
 	HealNs     int64 `json:"heal_ns,omitempty"`
 	// Err is what went wrong injecting or healing the fault, if anything;
