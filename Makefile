@@ -16,13 +16,19 @@ build:
 run: build
 	$(BIN) run --out $(OUT) quickstart
 
-# deps installs what the tests and runs need beyond Go: redis-server, from
-# the system's package manager when it is missing.
+# deps installs what the tests and runs need beyond Go, from the system's
+# package manager when missing: redis-server, redis-sentinel (the failover
+# drills' Sentinel) and faketime (libfaketime, the clock-step drills' Redis
+# clock).
 deps:
-	@command -v redis-server >/dev/null 2>&1 || { \
-		echo "installing redis-server (Debian package redis-server)"; \
+	@missing=$$(command -v redis-server >/dev/null 2>&1 || echo redis-server; \
+		command -v redis-sentinel >/dev/null 2>&1 || echo redis-sentinel; \
+		dpkg-query -W -f='$${Status}\n' libfaketime 2>/dev/null | grep -q '^install ok installed' || echo faketime); \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages:" $$missing; \
 		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq redis-server >/dev/null; }
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
 	@redis-server --version
 
 # test runs every package's tests with the race detector, one package at a

@@ -116,6 +116,13 @@ type Config struct {
 	// "redis://127.0.0.1:6379/0". It may hold a password: keep it in the
 	// file or in RedisURLEnv rather than on a command line.
 	Redis string `yaml:"redis,omitempty"`
+	// RedisSentinel, when set, has the Redis store follow the master of a
+	// Sentinel group through go-redis's failover client: Redis then gives
+	// the credentials, database and timeouts, the Sentinel the address.
+	RedisSentinel *SentinelConfig `yaml:"redis_sentinel,omitempty"`
+	// RedisPoolSize bounds the connections this instance holds to Redis;
+	// zero means DefaultRedisPoolSize().
+	RedisPoolSize int `yaml:"redis_pool_size,omitempty"`
 	// FailureMode, when set, wraps the store in the resilience wrapper
 	// (limiter/resilience): "open" admits, "closed" answers 503 with
 	// Retry-After, "fallback" enforces this instance's share of every limit
@@ -202,6 +209,14 @@ type Config struct {
 
 	// doc locates the fields of the file the configuration came from.
 	doc *yamlstrict.Doc
+}
+
+// SentinelConfig names a Redis master watched by Redis Sentinel.
+type SentinelConfig struct {
+	// Master is the name the Sentinels monitor the master under.
+	Master string `yaml:"master"`
+	// Addrs are the Sentinels' "host:port" addresses.
+	Addrs []string `yaml:"addrs"`
 }
 
 // PlanConfig is a rate-limit plan: a per-minute tier and an optional
@@ -431,6 +446,9 @@ func (c *Config) Validate() error {
 		}
 	default:
 		return c.errorAt("unknown store %q; use redis or memory", []any{"store"}, c.Store)
+	}
+	if err := c.checkRedisClient(); err != nil {
+		return err
 	}
 	switch c.Limiter {
 	case LimiterReference:

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +87,26 @@ func TestConfigErrors(t *testing.T) {
 			name: "redis store without URL",
 			yaml: "store: redis\n",
 			want: `test.yaml:1: redis: the redis store needs a Redis URL; set redis: redis://HOST:6379/0 or pass --redis`,
+		},
+		{
+			name: "sentinel without a master name",
+			yaml: "redis: redis://127.0.0.1:6379/0\nredis_sentinel:\n  addrs: [127.0.0.1:26379]\n",
+			want: `test.yaml:2: redis_sentinel.master: missing; give the name the Sentinels monitor the master under, such as mymaster`,
+		},
+		{
+			name: "sentinel address without a port",
+			yaml: "redis: redis://127.0.0.1:6379/0\nredis_sentinel:\n  master: mymaster\n  addrs: [127.0.0.1:26379, localhost]\n",
+			want: `test.yaml:4: redis_sentinel.addrs[1]: "localhost" is not host:port`,
+		},
+		{
+			name: "sentinel without the redis store",
+			yaml: "store: memory\nredis_sentinel:\n  master: mymaster\n  addrs: [127.0.0.1:26379]\n",
+			want: `test.yaml:2: redis_sentinel: the Sentinel names the master of the Redis store; set redis: too`,
+		},
+		{
+			name: "negative pool",
+			yaml: "redis: redis://127.0.0.1:6379/0\nredis_pool_size: -1\n",
+			want: `test.yaml:2: redis_pool_size: -1: give the most connections to Redis, above 0, or leave it out for ` + strconv.Itoa(DefaultRedisPoolSize()),
 		},
 		{
 			name: "unknown store",

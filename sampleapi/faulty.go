@@ -34,13 +34,16 @@ func openFaulty(ctx context.Context, cfg Config, logger *slog.Logger) (limiter.L
 	if err != nil {
 		return nil, nil, err
 	}
-	env := faulty.Env{Clock: cfg.Clock(), Logger: logger}
+	env := faulty.Env{Clock: cfg.Clock(), Logger: logger, StoreTimeout: cfg.StoreTimeout}
 	if cfg.Store == StoreRedis {
 		opts, err := redisOptions(cfg)
 		if err != nil {
 			return nil, nil, err
 		}
 		env.Redis = opts
+		if cfg.RedisSentinel != nil {
+			env.Sentinel = failoverOptions(cfg, opts)
+		}
 	}
 	lim, closeLim, err := v.Open(ctx, env)
 	if err != nil || cfg.FailureMode == "" || v.OwnFailureMode {

@@ -87,17 +87,6 @@ func Resilient(store limiter.Limiter, cfg Config, logger *slog.Logger) (*resilie
 	}), nil
 }
 
-// redisOptions parses cfg.Redis and applies the Default* Redis options the
-// URL leaves unset. The error shows the URL with its password redacted.
-func redisOptions(cfg Config) (*redis.Options, error) {
-	opts, err := redis.ParseURL(cfg.Redis)
-	if err != nil {
-		return nil, fmt.Errorf("redis URL %s: %s", redisstore.RedactURL(cfg.Redis), redisstore.Redact(err.Error(), cfg.Redis))
-	}
-	applyRedisDefaults(opts, cfg.Redis)
-	return opts, nil
-}
-
 // openStore opens the store cfg.Store names: the Redis store on the probe's
 // client, or a MemoryStore.
 func openStore(ctx context.Context, cfg Config, probe *storeProbe) (limiter.Limiter, func() error, error) {
@@ -135,7 +124,8 @@ const (
 // client of its own. Its methods are safe for concurrent use; a nil
 // *storeProbe is the memory store's and does nothing.
 type storeProbe struct {
-	client  *redis.Client
+	client  redis.UniversalClient
+	addr    string        // names the Redis in messages
 	timeout time.Duration // of a readiness check: the store's own timeout
 	dialed  atomic.Bool   // a connection was opened since the last watch tick
 }
@@ -160,7 +150,13 @@ func newStoreProbe(opts *redis.Options, cfg Config) *storeProbe {
 		}
 		return nil
 	}
-	p.client = redis.NewClient(opts)
+	if cfg.RedisSentinel != nil {
+		fo := failoverOptions(cfg, opts)
+		fo.OnConnect = opts.OnConnect
+		p.client, p.addr = redis.NewFailoverClient(fo), cfg.RedisSentinel.Master+" via sentinel" // the current master
+	} else {
+		p.client, p.addr = redis.NewClient(opts), opts.Addr
+	}
 	return p
 }
 
@@ -200,12 +196,12 @@ func (p *storeProbe) start(ctx context.Context, wait time.Duration, logger *slog
 		err := p.ping(ctx, min(storePingTimeout, max(time.Until(deadline), time.Millisecond)))
 		if err == nil {
 			p.dialed.Store(false)
-			logger.Info("store reachable", "store", StoreRedis, "addr", p.client.Options().Addr)
+			logger.Info("store reachable", "store", StoreRedis, "addr", p.addr)
 			return true, p.checkEviction(ctx, logger, "")
 		}
 		if errors.Is(err, redisstore.ErrAuth) || time.Until(deadline) <= 0 || ctx.Err() != nil {
 			logger.Warn("store unreachable: serving anyway; until it answers, /readyz says so and limited requests "+
-				"are answered as the failure mode declares", "store", StoreRedis, "addr", p.client.Options().Addr, "err", err)
+				"are answered as the failure mode declares", "store", StoreRedis, "addr", p.addr, "err", err)
 			return false, ""
 		}
 		select {

@@ -40,6 +40,11 @@
 //	                            # to the Redis; point an external target's
 //	                            # limiter at it (default: a free loopback port,
 //	                            # for the instances rlbench starts)
+//	  topology: single          # single | sentinel: a master and a replica
+//	                            # watched by Redis Sentinel (process only);
+//	                            # the instances follow the master through it
+//	  replica_clock: -2s        # sentinel only: the replica's clock runs this
+//	                            # far from the host's (libfaketime)
 //	target:                     # instances or external, not both
 //	  instances: 3              # sample API processes rlbench starts (1 to 16)
 //	  external: [http://127.0.0.1:8080]  # or: an API rlbench does not start
@@ -140,6 +145,9 @@
 //	  - {kind: redis_latency, latency: 200ms, at: 3s, duration: 2s}
 //	  - {kind: redis_blackhole, at: 3s, duration: 2s} # also redis_reset, redis_disconnect
 //	  - {kind: instance_kill, target: instance-2, at: 2s, duration: 2s}  # instance-1 .. instance-N
+//	  - {kind: clock_step, target: redis, step: -2s, at: 3s}  # or target: instance-N;
+//	                            # instant and lasting: no duration
+//	  - {kind: redis_failover, at: 3s, duration: 1s}  # topology: sentinel
 //	  - kind: command           # the user's own commands, with sh -c in the
 //	    inject: docker kill redis  # scenario file's directory
 //	    heal: docker start redis   # optional; sent duration after inject returned
@@ -329,6 +337,31 @@
 // failure mode decides every request, as for redis_pause), loses_state
 // (also comes back empty, as for redis_kill) or none (only the latency
 // bound applies).
+//
+// A clock_step steps a clock by step at its time and leaves it stepped.
+// target: redis steps the limiter's clock, Redis TIME, of a redis-server
+// that rlbench then runs under libfaketime (Debian package faketime; a
+// scenario that needs it is skipped, with the install command, where it is
+// missing); target: instance-N restarts that instance with its clock
+// offset moved by step. The step and when it happened go into run.json
+// (clock_step_ns), and the checker widens the decision interval of every
+// request that may have been decided after it: by the whole step for an
+// instance's clock and a step forward, and for a step of the limiter's
+// clock backwards by what its contract allows, since per-key time never
+// runs backwards: the time from the key's last write before the step to
+// its first decision after it, at most the step.
+//
+// A redis_failover needs redis: {topology: sentinel}: a master, a replica
+// and a Sentinel (quorum 1, down-after 500ms) on loopback ports. It pauses
+// the master (SIGSTOP), waits until the Sentinel names the replica master
+// and at least duration has passed, then resumes the old master and points
+// it at the new one. The instances follow through go-redis's failover
+// client; writes not yet replicated are lost, so the window loses state
+// (the budget is checked apart before and after), and the promoted replica
+// keeps the rest, so requests within the refill time of the policy after
+// the window are judged by the budget only. The failure mode is checked
+// until the Sentinel named the new master. With replica_clock the failover
+// also steps the limiter's clock by it.
 //
 // An external target takes redis_latency, redis_blackhole, redis_reset,
 // redis_disconnect (with redis: {provider: external, url, proxy}), and

@@ -114,3 +114,93 @@ func TestRedactURL(t *testing.T) {
 		}
 	}
 }
+
+// TestClockStepAndFailover: clock_step takes a signed step and a target
+// (redis or an instance) but no duration; redis_failover needs a sentinel
+// topology, which may give the replica a clock of its own.
+func TestClockStepAndFailover(t *testing.T) {
+	const src = `
+name: steps
+description: clock steps and a failover
+redis: {topology: sentinel, replica_clock: -1500ms}
+target:
+  instances: 2
+  store_timeout: 50ms
+  routes:
+    - path: /api/items
+      policies: ["gcra:10/1s,burst=10"]
+traffic:
+  - {kind: constant, rate: 10/1s, duration: 8s}
+faults:
+  - {kind: clock_step, target: instance-2, step: 2s, at: 1s}
+  - {kind: redis_failover, at: 3s, duration: 1s}
+`
+	s, err := Parse("steps.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"Redis.Topology", s.Redis.Topology, TopologySentinel},
+		{"Redis.ReplicaClock", *s.Redis.ReplicaClock, -1500 * time.Millisecond},
+		{"NeedsFakeClock", s.NeedsFakeClock(), true},
+		{"Faults[0].Kind", s.Faults[0].Kind, FaultClockStep},
+		{"Faults[0].Target", s.Faults[0].Target, "instance-2"},
+		{"Faults[0].Step", s.Faults[0].Step, 2 * time.Second},
+		{"Faults[0].Duration", s.Faults[0].Duration, time.Duration(0)},
+		{"Faults[1].Kind", s.Faults[1].Kind, FaultRedisFailover},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+
+	single := `
+name: step
+description: a step of the limiter's clock
+target:
+  instances: 1
+  routes:
+    - path: /api/items
+      policies: ["gcra:10/1s,burst=10"]
+traffic:
+  - {kind: constant, rate: 10/1s, duration: 8s}
+faults:
+  - {kind: clock_step, target: redis, step: -2s, at: 3s}
+`
+	s, err = Parse("step.yaml", []byte(single))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.Faults[0].Step, -2*time.Second; got != want || !s.NeedsFakeClock() || s.Redis.Topology != TopologySingle {
+		t.Errorf("Step = %v (want %v), NeedsFakeClock %v, Topology %q", got, want, s.NeedsFakeClock(), s.Redis.Topology)
+	}
+
+	rejected := []struct{ name, from, to, field string }{
+		{"step without a step", "step: -2s, ", "", "faults[0].step"},
+		{"zero step", "step: -2s", "step: 0s", "faults[0].step"},
+		{"step with a duration", "at: 3s}", "at: 3s, duration: 1s}", "faults[0].duration"},
+		{"step without a target", "target: redis, ", "", "faults[0].target"},
+		{"step of an unknown clock", "target: redis", "target: instance-4", "faults[0].target"},
+		{"step of an embedded Redis", "target:\n  instances: 1", "redis: {provider: embedded}\ntarget:\n  instances: 1", "faults[0].target"},
+		{"failover without sentinel", "{kind: clock_step, target: redis, step: -2s, at: 3s}", "{kind: redis_failover, at: 3s, duration: 1s}", "faults[0].kind"},
+		{"replica clock without sentinel", "target:\n  instances: 1", "redis: {replica_clock: -1s}\ntarget:\n  instances: 1", "redis.replica_clock"},
+		{"step on a sentinel's Redis", "target:\n  instances: 1", "redis: {topology: sentinel}\ntarget:\n  instances: 1", "faults[0].kind"},
+		{"unknown topology", "target:\n  instances: 1", "redis: {topology: ring}\ntarget:\n  instances: 1", "redis.topology"},
+	}
+	for _, tc := range rejected {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(single, tc.from, tc.to, 1)
+			if src == single {
+				t.Fatalf("replacement %q not found", tc.from)
+			}
+			_, err := Parse("step.yaml", []byte(src))
+			if err == nil || !strings.Contains(err.Error(), tc.field) {
+				t.Fatalf("Parse = %v, want an error naming %s", err, tc.field)
+			}
+		})
+	}
+}

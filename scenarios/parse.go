@@ -47,6 +47,7 @@ type rawFault struct {
 	Heal     string `yaml:"heal"`
 	Timeout  string `yaml:"timeout"`
 	Effect   string `yaml:"effect"`
+	Step     string `yaml:"step"`
 }
 
 type rawSkew struct {
@@ -60,9 +61,11 @@ type rawFaultChecks struct {
 }
 
 type rawRedis struct {
-	Provider string `yaml:"provider"`
-	URL      string `yaml:"url"`
-	Proxy    string `yaml:"proxy"`
+	Provider     string `yaml:"provider"`
+	URL          string `yaml:"url"`
+	Proxy        string `yaml:"proxy"`
+	Topology     string `yaml:"topology"`
+	ReplicaClock string `yaml:"replica_clock"`
 }
 
 type rawTarget struct {

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -63,10 +64,23 @@ const (
 	// itself, such as `docker kill redis` / `docker start redis` for a
 	// Redis it does not run. Effect says what they do to the store.
 	FaultCommand FaultKind = "command"
+	// FaultClockStep steps a clock by Step at At and leaves it there: the
+	// limiter's clock (Redis TIME, Redis run under libfaketime) for Target
+	// "redis", or the clock of the instance Target names (restarted with
+	// its clock offset moved by Step).
+	FaultClockStep FaultKind = "clock_step"
+	// FaultRedisFailover pauses the master of a Sentinel group
+	// (redis.topology: sentinel) until the Sentinel has promoted the
+	// replica and at least Duration has passed, then resumes the old master
+	// as a replica of the new one. Writes not yet replicated are lost.
+	FaultRedisFailover FaultKind = "redis_failover"
 )
 
 // FaultKinds lists every fault kind.
-var FaultKinds = []FaultKind{FaultRedisKill, FaultRedisPause, FaultRedisLatency, FaultRedisBlackhole, FaultRedisReset, FaultRedisDisconnect, FaultInstanceKill, FaultCommand}
+var FaultKinds = []FaultKind{FaultRedisKill, FaultRedisPause, FaultRedisLatency, FaultRedisBlackhole, FaultRedisReset, FaultRedisDisconnect, FaultInstanceKill, FaultCommand, FaultClockStep, FaultRedisFailover}
+
+// ClockStepRedis is the Target of a FaultClockStep on the limiter's clock.
+const ClockStepRedis = "redis"
 
 // FaultEffect is what a command fault does to the limiter's store, which
 // rlbench cannot see for itself: it decides which fault checks apply.
@@ -103,8 +117,11 @@ type Fault struct {
 	Kind     FaultKind
 	At       time.Duration
 	Duration time.Duration
-	// Target names the instance of a FaultInstanceKill ("instance-2").
+	// Target names the instance of a FaultInstanceKill ("instance-2"), and
+	// the clock of a FaultClockStep: ClockStepRedis or an instance.
 	Target string
+	// Step is a FaultClockStep's signed step (negative: backwards).
+	Step time.Duration
 	// Latency is the delay of a FaultRedisLatency.
 	Latency time.Duration
 	// Inject and Heal are a FaultCommand's shell commands; Heal may be
@@ -154,12 +171,40 @@ type Redis struct {
 	// URL is the redis:// URL of an external Redis; set only with
 	// ProviderExternal. It may hold a password: print it redacted.
 	URL string
+	// Topology is TopologySingle (the default) or TopologySentinel.
+	Topology Topology
+	// ReplicaClock, with TopologySentinel, runs the replica under a fake
+	// clock this far from the host's (negative: behind), so that a failover
+	// steps the limiter's clock by it; nil runs it on the host's clock.
+	ReplicaClock *time.Duration
 	// Proxy, when set, is the "host:port" rlbench's fault proxy listens on,
 	// forwarding to the Redis: the address the limiter under test must use
 	// (an external target's, configured by the user), so that the proxy
 	// faults reach its link to Redis. Empty: a free loopback port, for the
 	// sample API instances only.
 	Proxy string
+}
+
+// Topology is how the scenario's Redis is laid out.
+type Topology string
+
+const (
+	// TopologySingle is one server. It is the default.
+	TopologySingle Topology = "single"
+	// TopologySentinel is a master and a replica watched by Redis
+	// Sentinel; the instances follow the master through the Sentinel. It
+	// needs the process provider (redis-server from the PATH).
+	TopologySentinel Topology = "sentinel"
+)
+
+var topologies = []Topology{TopologySingle, TopologySentinel}
+
+// NeedsFakeClock reports whether the scenario's Redis must run under a fake
+// clock: a clock_step on Redis, or a replica clock.
+func (sc *Scenario) NeedsFakeClock() bool {
+	return sc.Redis.ReplicaClock != nil || slices.ContainsFunc(sc.Faults, func(f Fault) bool {
+		return f.Kind == FaultClockStep && f.Target == ClockStepRedis
+	})
 }
 
 // Spread says how requests are spread over the target's instances.

@@ -70,7 +70,7 @@ func TestShipped(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"bearer-post", "boundary-burst", "concurrency", "cost-weighted",
-		"drill-clock-skew", "drill-instance-kill", "drill-redis-kill-closed", "drill-redis-kill-fallback", "drill-redis-kill-open", "drill-redis-pause", "drill-redis-slow",
+		"drill-clock-skew", "drill-clock-step", "drill-instance-kill", "drill-redis-failover", "drill-redis-kill-closed", "drill-redis-kill-fallback", "drill-redis-kill-open", "drill-redis-pause", "drill-redis-slow", "drill-replica-clock",
 		"hot-key", "ipv6-prefix", "multi-instance-budget", "overhead", "plans", "quickstart", "retry-after", "tiers"}
 	var got []string
 	for _, in := range infos {
@@ -418,7 +418,7 @@ traffic:
 	if got, want := s.Target.Clock, (&Clock{Offset: -700 * time.Millisecond, Uncertainty: 5 * time.Millisecond}); got == nil || *got != *want {
 		t.Errorf("Clock = %+v, want %+v", got, want)
 	}
-	if got, want := s.Redis, (Redis{Provider: ProviderExternal, URL: "redis://127.0.0.1:6390/0"}); got != want {
+	if got, want := s.Redis, (Redis{Provider: ProviderExternal, URL: "redis://127.0.0.1:6390/0", Topology: TopologySingle}); got != want {
 		t.Errorf("Redis = %+v, want %+v", got, want)
 	}
 	s, err = Parse("ext.yaml", []byte(fmt.Sprintf(base, "")))

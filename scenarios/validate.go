@@ -433,6 +433,7 @@ func (v *validator) redis(r *rawRedis, t Target) Redis {
 		}
 	}
 	out.Proxy = v.redisProxy(r, out.Provider)
+	v.topology(r, &out)
 	return out
 }
 

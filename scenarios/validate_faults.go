@@ -29,9 +29,13 @@ func (v *validator) faults(raw []rawFault, t Target, red Redis, traffic time.Dur
 		} else {
 			f.At = v.duration(field+".at", r.At, false)
 		}
-		if r.Duration == "" {
+		switch {
+		case f.Kind == FaultClockStep && r.Duration != "":
+			v.fail(field+".duration", "a clock step is instant and stays; leave duration out")
+		case f.Kind == FaultClockStep:
+		case r.Duration == "":
 			v.fail(field+".duration", "missing; give how long the fault lasts, such as 2s")
-		} else {
+		default:
 			f.Duration = v.duration(field+".duration", r.Duration, true)
 		}
 		if f.At > MaxFaultTime || f.Duration > MaxFaultTime {
@@ -45,8 +49,21 @@ func (v *validator) faults(raw []rawFault, t Target, red Redis, traffic time.Dur
 			v.fail(field+".target", "missing; name the instance to kill, such as instance-2")
 		case f.Kind == FaultInstanceKill && !validInstance(r.Target, t.Instances):
 			v.fail(field+".target", "%q is not one of instance-1 to instance-%d", r.Target, t.Instances)
+		case f.Kind == FaultClockStep:
+			v.clockStep(field, &r, &f, t, red)
 		case f.Kind != FaultInstanceKill && r.Target != "":
-			v.fail(field+".target", "only instance_kill takes a target")
+			v.fail(field+".target", "only instance_kill and clock_step take a target")
+		}
+		if f.Kind != FaultClockStep && r.Step != "" {
+			v.fail(field+".step", "only clock_step takes a step")
+		}
+		sentinelOK := f.Kind == FaultRedisFailover || f.Kind == FaultInstanceKill || f.Kind == FaultCommand ||
+			(f.Kind == FaultClockStep && r.Target != ClockStepRedis)
+		if red.Topology == TopologySentinel && !sentinelOK {
+			v.fail(field+".kind", "%s acts on a single Redis; with topology: sentinel use redis_failover (and redis.replica_clock for a replica whose clock differs)", f.Kind)
+		}
+		if f.Kind == FaultRedisFailover && red.Topology != TopologySentinel {
+			v.fail(field+".kind", "redis_failover needs a master and a replica watched by Sentinel; set redis: {topology: sentinel}")
 		}
 		switch {
 		case f.Kind == FaultRedisLatency && r.Latency == "":
@@ -65,6 +82,70 @@ func (v *validator) faults(raw []rawFault, t Target, red Redis, traffic time.Dur
 	return out
 }
 
+// clockStep reads a clock_step's target and step: the limiter's clock
+// (redis, which rlbench must run) or an instance's.
+func (v *validator) clockStep(field string, r *rawFault, f *Fault, t Target, red Redis) {
+	switch {
+	case r.Target == "":
+		v.fail(field+".target", "missing; name the clock to step: redis (the limiter's clock, Redis TIME) or an instance such as instance-2")
+	case r.Target == ClockStepRedis:
+		if red.Provider != ProviderAuto && red.Provider != ProviderProcess {
+			v.fail(field+".target", "stepping Redis's clock needs redis-server run by rlbench under libfaketime (redis.provider: process or auto), not %s", red.Provider)
+		}
+	case len(t.External) > 0:
+		v.fail(field+".target", "rlbench cannot step an external target's clock; use kind: command")
+	case !validInstance(r.Target, t.Instances):
+		v.fail(field+".target", "%q is neither redis nor one of instance-1 to instance-%d", r.Target, t.Instances)
+	}
+	if r.Step == "" {
+		v.fail(field+".step", "missing; give the signed step of the clock, such as -2s (backwards) or 2s")
+		return
+	}
+	d, err := time.ParseDuration(r.Step)
+	switch {
+	case err != nil:
+		v.fail(field+".step", "%q is not a duration such as -2s", r.Step)
+	case d == 0:
+		v.fail(field+".step", "a step of 0 changes nothing; give one such as -2s")
+	case d > MaxFaultTime || d < -MaxFaultTime:
+		v.fail(field+".step", "%v: at most %v either way", d, MaxFaultTime)
+	default:
+		f.Step = d
+	}
+}
+
+// topology reads redis.topology and redis.replica_clock.
+func (v *validator) topology(r *rawRedis, out *Redis) {
+	out.Topology = TopologySingle
+	if r.Topology != "" {
+		out.Topology = Topology(r.Topology)
+		if !slices.Contains(topologies, out.Topology) {
+			v.fail("redis.topology", "unknown %q; use %s", r.Topology, joinStrings(topologies))
+		}
+	}
+	if out.Topology == TopologySentinel && out.Provider != ProviderAuto && out.Provider != ProviderProcess {
+		v.fail("redis.topology", "sentinel needs redis-server run by rlbench (redis.provider: process or auto), not %s", out.Provider)
+	}
+	if out.Topology == TopologySentinel && out.Proxy != "" {
+		v.fail("redis.proxy", "the instances follow the master through Sentinel, not through a proxy; leave proxy out with topology: sentinel")
+	}
+	if r.ReplicaClock == "" {
+		return
+	}
+	if out.Topology != TopologySentinel {
+		v.fail("redis.replica_clock", "only a sentinel topology has a replica; set topology: sentinel")
+	}
+	d, err := time.ParseDuration(r.ReplicaClock)
+	switch {
+	case err != nil:
+		v.fail("redis.replica_clock", "%q is not a duration such as -2s", r.ReplicaClock)
+	case d > MaxFaultTime || d < -MaxFaultTime:
+		v.fail("redis.replica_clock", "%v: at most %v either way", d, MaxFaultTime)
+	default:
+		out.ReplicaClock = &d
+	}
+}
+
 // faultReach checks that rlbench can reach what a fault of kind k acts on:
 // its own Redis process for a kill or pause, the limiter's link to Redis
 // (through redis.proxy) for the network faults, the instances it started
@@ -78,7 +159,8 @@ func (v *validator) faultReach(field string, k FaultKind, t Target, red Redis) {
 	case k == FaultInstanceKill:
 	case !external && t.Store != StoreRedis:
 		v.fail(field+".kind", "%s needs the instances to use Redis (target.store: redis)", k)
-	case (k == FaultRedisKill || k == FaultRedisPause) && red.Provider == ProviderExternal:
+	case k == FaultClockStep: // clockStep checks its target
+	case (k == FaultRedisKill || k == FaultRedisPause || k == FaultRedisFailover) && red.Provider == ProviderExternal:
 		v.fail(field+".kind", "%s needs control of the Redis process, which rlbench lacks for an external Redis (redis.provider: external); use kind: command with inject and heal commands that do it (such as docker kill redis and docker start redis), or a proxy fault (redis_blackhole, redis_disconnect) through redis.proxy", k)
 	case external && (red.Proxy == "" || red.Provider == ProviderNone):
 		v.fail("redis.proxy", "missing; %s on an external target acts on its limiter's link to Redis through rlbench's proxy: give redis: {provider: external, url: redis://HOST:PORT/DB, proxy: 127.0.0.1:16379} and point the limiter at the proxy's address", k)

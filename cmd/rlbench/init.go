@@ -265,8 +265,9 @@ func (g *initScenario) scenario() string {
 
 	w.line("# A scenario for your API, written by `rlbench init`. Check it with", "")
 	w.line("# `rlbench validate FILE` and run it with `rlbench run FILE`: exit 0 when every", "")
-	w.line("# check passes, 1 when one fails, 2 on invalid input. Every field is explained", "")
-	w.line("# beside it; the whole format is in rlbench's scenarios/doc.go.", "")
+	w.line("# check passes, 1 when a check of the limiter fails, 2 on invalid input, 3 when", "")
+	w.line("# rlbench could not make a valid test (a generator that fell behind: rerun).", "")
+	w.line("# Every field is explained beside it; the whole format is in scenarios/doc.go.", "")
 	w.line("", "")
 	w.line("name: "+f.name, "names the scenario in reports and on the command line")
 	w.line("description: >-", "what the scenario proves, shown in the report")

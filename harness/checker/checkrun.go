@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/rlbench/rlbench/harness/history"
 	"github.com/rlbench/rlbench/harness/runrecord"
@@ -91,6 +92,10 @@ func CheckRun(src history.Source, rec *runrecord.ScenarioRecord, p Policy) (*Rep
 	}
 	if p.Faults == nil {
 		p.Faults = rec.Drill
+	}
+	if p.Faults != nil {
+		// A step of the limiter's clock moved its offset (clocksteps.go).
+		p.ClockUncertainty += time.Duration(stepUncertainty(p.Faults.Windows))
 	}
 	mode := rec.FailureMode
 	if mode == "" && rec.Drill != nil { // a record written before the mode was recorded apart

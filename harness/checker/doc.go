@@ -148,7 +148,13 @@
 // (failure-mode: admitted when open, 503 with Retry-After when closed,
 // within each instance's share when falling back). Requests from a fault
 // to the end of its recovery are left out of the budget, and a store that
-// came back empty starts every key afresh.
+// came back empty starts every key afresh. A store that came back with part
+// of its state (a promoted replica) also hides, after its recovery, the
+// policy's longest refill. A step of the limiter's clock or an instance's
+// widens the decision interval of every request that may have followed it,
+// by what the limiter's contract allows (per-key time never runs
+// backwards), and the clock offset's uncertainty by the step
+// (clocksteps.go).
 //
 // # One verdict pipeline
 //
@@ -172,7 +178,9 @@
 //     time, from the history, marked unknown when the generator fell behind;
 //   - retry-after-probe: the probe phases' outcomes;
 //   - fault-injected: every scheduled fault took effect and was healed;
-//   - key-ttl: the record's scan of Redis found no key without a TTL.
+//   - key-ttl: the record's scan of Redis found no key without a TTL;
+//   - redis-connections: the client connections Redis reported during a
+//     drill never exceeded the instances' pools plus the harness's own.
 //
 // Each result carries its Class. load-delivered, history-complete,
 // fault-injected, run (a scenario that could not run) and a latency check

@@ -50,13 +50,21 @@ func applyFaults(d *dataset, p Policy, f *runrecord.Drill) []Result {
 			to = end
 		}
 		scope := fmt.Sprintf("%s #%d", w.Kind, wi+1)
-		out = append(out, faultLatency(d, f, w, to, scope))
+		if !steppedOnly(w) { // a clock step leaves the store answering
+			out = append(out, faultLatency(d, f, w, to, scope))
+		}
 		if w.Unavailable && f.Mode != "" {
 			out = append(out, failureMode(d, p, f, w, to, scope))
 		}
 	}
 	// Only now, with the fault checks done on the recorded outcomes, hide the
-	// faults from the ordinary checks.
+	// faults from the ordinary checks. The clock steps' widening is found
+	// first, on the recorded outcomes too, and applied last.
+	early, late := stepWidening(d, p, f)
+	tails := make([]int64, len(f.Windows))
+	for wi, w := range f.Windows {
+		tails[wi] = faultTail(p, f, w)
+	}
 	var restarts []int64
 	for _, w := range f.Windows {
 		if w.LosesState && w.ToNs > 0 {
@@ -67,12 +75,12 @@ func applyFaults(d *dataset, p Policy, f *runrecord.Drill) []Result {
 	renamed := map[[2]uint32]uint32{} // (key, segment) → new key id
 	for i := range d.reqs {
 		q := &d.reqs[i]
-		for _, w := range f.Windows {
+		for wi, w := range f.Windows {
 			to := w.ToNs
 			if to == 0 {
 				to = end
 			}
-			if !d.affects(q, w) || q.recv < w.FromNs || q.sent > to+int64(f.Recovery) {
+			if !d.affects(q, w) || q.recv < w.FromNs || q.sent > to+tails[wi] {
 				continue
 			}
 			q.faulted, q.outcome = true, history.Error
@@ -95,6 +103,8 @@ func applyFaults(d *dataset, p Policy, f *runrecord.Drill) []Result {
 			}
 			q.key = id
 		}
+		q.sent -= early[i]
+		q.recv += late[i]
 	}
 	return out
 }

@@ -82,9 +82,10 @@ func (t *timings) add(r *history.Record) {
 }
 
 // results are the checks on the run itself, in this order: load delivered,
-// each burst's achieved spread (load-delivered too), a complete history, the latency bound, the overhead bounds, the
-// Retry-After probes, whether each fault happened, and the keys left
-// without a TTL. Those that need a bound the record lacks (a record written
+// each burst's achieved spread (load-delivered too), a complete history,
+// the latency bound, the overhead bounds, the Retry-After probes, whether
+// each fault happened, the keys left without a TTL, and the connections
+// Redis saw. Those that need a bound the record lacks (a record written
 // before CheckSettings) are left out.
 func (t *timings) results(rec *runrecord.ScenarioRecord) []Result {
 	var out []Result
@@ -122,6 +123,9 @@ func (t *timings) results(rec *runrecord.ScenarioRecord) []Result {
 	out = append(out, faultsInjected(rec.Faults)...)
 	if rec.KeyScan != nil {
 		out = append(out, keyTTL(rec.KeyScan))
+	}
+	if rec.Connections != nil {
+		out = append(out, connections(rec.Connections))
 	}
 	return out
 }

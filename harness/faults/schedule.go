@@ -31,11 +31,36 @@ type Instance interface {
 	Restart(ctx context.Context) error
 }
 
+// ClockStepper is a clock a clock_step fault steps: Redis run under a fake
+// clock, or an instance restarted with its clock offset moved.
+type ClockStepper interface {
+	// StepClock steps the clock by d (backwards when negative) and leaves
+	// it there; it returns once the step took effect.
+	StepClock(ctx context.Context, d time.Duration) error
+}
+
+// Failover is a Redis whose master a redis_failover fault fails over to a
+// replica (provider.Sentinel).
+type Failover interface {
+	// PauseMaster stops the master as a hung host would.
+	PauseMaster(ctx context.Context) error
+	// AwaitPromotion returns once another master took over, with the last
+	// time the old one was still named master.
+	AwaitPromotion(ctx context.Context) (lastOld time.Time, err error)
+	// RestoreOldMaster resumes the old master as a replica of the new one.
+	RestoreOldMaster(ctx context.Context) error
+}
+
 // Env holds what faults act on; a field may be nil when no fault needs it.
 type Env struct {
 	Redis     Redis
 	Proxy     *Proxy
 	Instances map[string]Instance
+	// Clocks are the clocks clock_step faults may step, by the fault's
+	// target (scenarios.ClockStepRedis, an instance's name).
+	Clocks map[string]ClockStepper
+	// Failover is the Sentinel group of a redis_failover fault.
+	Failover Failover
 	// Dir is the directory command faults run in: the scenario file's.
 	// Empty means the current directory.
 	Dir string
@@ -55,6 +80,10 @@ func Validate(faults []Fault, env Env) error {
 			return fmt.Errorf("fault %d (%s): %w: no proxy in front of Redis", i+1, f.Kind, ErrNotAvailable)
 		case (f.Kind == scenarios.FaultRedisKill || f.Kind == scenarios.FaultRedisPause) && env.Redis == nil:
 			return fmt.Errorf("fault %d (%s): %w: this Redis provider cannot be killed or paused; use kind: command, or a proxy fault", i+1, f.Kind, ErrNotAvailable)
+		case f.Kind == scenarios.FaultClockStep && env.Clocks[f.Target] == nil:
+			return fmt.Errorf("fault %d (%s): %w: the clock of %q cannot be stepped here", i+1, f.Kind, ErrNotAvailable, f.Target)
+		case f.Kind == scenarios.FaultRedisFailover && env.Failover == nil:
+			return fmt.Errorf("fault %d (%s): %w: no Sentinel group; set redis: {topology: sentinel}", i+1, f.Kind, ErrNotAvailable)
 		case f.Kind == scenarios.FaultInstanceKill && env.Instances[f.Target] == nil:
 			return fmt.Errorf("fault %d (%s): %w: no instance named %q", i+1, f.Kind, ErrNotAvailable, f.Target)
 		case f.Kind == scenarios.FaultCommand && strings.TrimSpace(f.Inject) == "":
@@ -83,7 +112,10 @@ func Validate(faults []Fault, env Env) error {
 // fault takes hold is inside its window. What a fault means for the checks
 // (store unavailable, state lost) is for the caller to fill in.
 //
-// A fault is healed Duration after its injection returned. A command fault
+// A fault is healed Duration after its injection returned; a clock step
+// (Duration 0) is never undone, and its heal does nothing. A redis_failover
+// is healed once the replica was promoted and Duration has passed, and its
+// time surely in effect ends at the promotion. A command fault
 // whose injection failed is healed at once, since it may have done part of
 // its work; rlbench's own faults are not healed after a failed injection.
 type Schedule struct {
@@ -131,6 +163,9 @@ func (s *Schedule) run(ctx context.Context, i int, f Fault) {
 	if injectErr != nil && f.Kind != scenarios.FaultCommand {
 		return
 	}
+	if injectErr == nil && f.Kind == scenarios.FaultRedisFailover {
+		s.awaitPromotion(ctx, i)
+	}
 	if injectErr == nil {
 		sleepUntil(ctx, injected.Add(f.Duration))
 	}
@@ -142,7 +177,11 @@ func (s *Schedule) run(ctx context.Context, i int, f Fault) {
 		defer cancel()
 	}
 	healSent := s.now()
-	s.record(i, func(w *runrecord.FaultWindow) { w.HealNs = healSent })
+	s.record(i, func(w *runrecord.FaultWindow) {
+		if w.HealNs == 0 { // a failover's ends at its promotion (awaitPromotion)
+			w.HealNs = healSent
+		}
+	})
 	healErr := s.heal(healCtx, i, f)
 	healed := s.now()
 	if healErr == nil && f.Kind.NeedsProxy() && s.env.Proxy.Accepted() == 0 {
@@ -152,6 +191,23 @@ func (s *Schedule) run(ctx context.Context, i int, f Fault) {
 		w.ToNs = healed
 		if healErr != nil {
 			w.Err = strings.TrimPrefix(w.Err+"; "+healErr.Error(), "; ")
+		}
+	})
+}
+
+// awaitPromotion waits, at most healTimeout, for the Sentinel to promote a
+// replica after a redis_failover paused the master, and ends the time the
+// fault was surely in effect (HealNs) at the last moment the old master was
+// still named: until then no client could reach the new one. A failover
+// that did not happen is the fault's error.
+func (s *Schedule) awaitPromotion(ctx context.Context, i int) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healTimeout)
+	defer cancel()
+	lastOld, err := s.env.Failover.AwaitPromotion(actx)
+	s.record(i, func(w *runrecord.FaultWindow) {
+		w.HealNs = max(lastOld.Sub(s.start).Nanoseconds(), w.InjectedNs)
+		if err != nil {
+			w.Err = strings.TrimPrefix(w.Err+"; "+err.Error(), "; ")
 		}
 	})
 }
@@ -186,6 +242,10 @@ func (s *Schedule) inject(ctx context.Context, i int, f Fault) error {
 		return nil
 	case scenarios.FaultInstanceKill:
 		return s.env.Instances[f.Target].Kill()
+	case scenarios.FaultClockStep:
+		return s.env.Clocks[f.Target].StepClock(ctx, f.Step)
+	case scenarios.FaultRedisFailover:
+		return s.env.Failover.PauseMaster(ctx)
 	}
 	return fmt.Errorf("unknown fault kind %q", f.Kind)
 }
@@ -210,6 +270,8 @@ func (s *Schedule) heal(ctx context.Context, i int, f Fault) error {
 		return s.env.Proxy.Reconnect()
 	case scenarios.FaultInstanceKill:
 		return s.env.Instances[f.Target].Restart(ctx)
+	case scenarios.FaultRedisFailover:
+		return s.env.Failover.RestoreOldMaster(ctx)
 	}
 	return nil
 }

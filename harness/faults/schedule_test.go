@@ -128,11 +128,93 @@ func TestValidate(t *testing.T) {
 		{Fault{Kind: scenarios.FaultRedisLatency}, Env{}, "no proxy"},
 		{Fault{Kind: scenarios.FaultRedisKill}, Env{}, "cannot be killed"},
 		{Fault{Kind: scenarios.FaultInstanceKill, Target: "instance-9"}, Env{Instances: map[string]Instance{}}, `no instance named "instance-9"`},
+		{Fault{Kind: scenarios.FaultClockStep, Target: "redis", Step: time.Second}, Env{}, `the clock of "redis" cannot be stepped`},
+		{Fault{Kind: scenarios.FaultRedisFailover}, Env{}, "no Sentinel group"},
 	}
 	for _, tc := range tests {
 		err := Validate([]Fault{tc.fault}, tc.env)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Validate(%v) = %v, want %q", tc.fault.Kind, err, tc.want)
 		}
+	}
+}
+
+// fakeClock and fakeFailover record what clock_step and redis_failover do.
+type fakeClock struct {
+	fakeTarget
+	steps []time.Duration
+}
+
+func (c *fakeClock) StepClock(_ context.Context, d time.Duration) error {
+	c.mu.Lock()
+	c.steps = append(c.steps, d)
+	c.mu.Unlock()
+	return c.call("step")
+}
+
+type fakeFailover struct {
+	fakeTarget
+	promoteAfter time.Duration // the Sentinel names the replica this long after the pause
+	paused       time.Time
+}
+
+func (f *fakeFailover) PauseMaster(context.Context) error {
+	f.mu.Lock()
+	f.paused = time.Now()
+	f.mu.Unlock()
+	return f.call("pause")
+}
+
+func (f *fakeFailover) AwaitPromotion(ctx context.Context) (time.Time, error) {
+	f.mu.Lock()
+	at := f.paused.Add(f.promoteAfter)
+	f.mu.Unlock()
+	if f.call("await") != nil {
+		return time.Now(), errors.New("the sentinel still names the old master")
+	}
+	time.Sleep(time.Until(at))
+	return at.Add(-time.Millisecond), nil
+}
+
+func (f *fakeFailover) RestoreOldMaster(context.Context) error { return f.call("restore") }
+
+// TestScheduleClockStepAndFailover: a clock step is injected once and never
+// undone; a failover is surely in effect until the promotion, healed no
+// sooner than its duration after the pause, and a failover that never
+// happened is the fault's error.
+func TestScheduleClockStepAndFailover(t *testing.T) {
+	clock := &fakeClock{}
+	fo := &fakeFailover{promoteAfter: 30 * time.Millisecond}
+	env := Env{Clocks: map[string]ClockStepper{"redis": clock}, Failover: fo}
+	faults := []Fault{
+		{Kind: scenarios.FaultClockStep, Target: "redis", Step: -2 * time.Second, At: 5 * time.Millisecond},
+		{Kind: scenarios.FaultRedisFailover, At: 0, Duration: 60 * time.Millisecond},
+	}
+	if err := Validate(faults, env); err != nil {
+		t.Fatal(err)
+	}
+	ws := Start(context.Background(), time.Now(), faults, env).Wait()
+	if got, want := clock.Calls(), "step"; got != want || len(clock.steps) != 1 || clock.steps[0] != -2*time.Second {
+		t.Fatalf("clock calls %q, steps %v; want one step of -2s", got, clock.steps)
+	}
+	if w := ws[0]; w.Err != "" || w.FromNs == 0 || w.ToNs < w.FromNs {
+		t.Fatalf("clock step window %+v", w)
+	}
+	if got, want := fo.Calls(), "pause,await,restore"; got != want {
+		t.Fatalf("failover calls %q, want %q", got, want)
+	}
+	w := ws[1]
+	promoted := int64(29 * time.Millisecond) // the last poll naming the old master, after the pause at ~0
+	if w.Err != "" || w.HealNs < promoted || w.HealNs > promoted+int64(20*time.Millisecond) {
+		t.Errorf("failover HealNs = %v, want about %v: surely in effect until the promotion", time.Duration(w.HealNs), time.Duration(promoted))
+	}
+	if w.ToNs < int64(60*time.Millisecond) {
+		t.Errorf("failover healed at %v, before its duration 60ms", time.Duration(w.ToNs))
+	}
+
+	failing := &fakeFailover{fakeTarget: fakeTarget{fail: "await"}}
+	ws = Start(context.Background(), time.Now(), []Fault{{Kind: scenarios.FaultRedisFailover, Duration: time.Millisecond}}, Env{Failover: failing}).Wait()
+	if !strings.Contains(ws[0].Err, "still names the old master") || failing.Calls() != "pause,await,restore" {
+		t.Errorf("window %+v, calls %q: want the missing failover recorded and the master restored", ws[0], failing.Calls())
 	}
 }

@@ -65,6 +65,9 @@ var mutants = []Mutant{
 	{Variant: faulty.QueueNoDelay, Check: checker.CheckQueueDelay},
 	{Variant: faulty.LRUKeys, Check: checker.CheckBudget},
 	{Variant: faulty.ResetEpoch, Check: checker.CheckRateLimitFields},
+	{Variant: faulty.NoMonotonicTime, Check: checker.CheckFalseRejections},
+	{Variant: faulty.NoFailover, Check: checker.CheckBudget},
+	{Variant: faulty.UnboundedConnections, Check: checker.CheckConnections},
 }
 
 // Mutants returns the whole suite, one Mutant per faulty variant, in

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/rlbench/rlbench/limiter/redistest"
 	"github.com/rlbench/rlbench/scenarios"
@@ -29,10 +30,17 @@ var _ Faulty = (*Process)(nil)
 // StartProcess starts redis-server from the PATH. Errors wrap ErrUnavailable
 // when the binary is missing, or the start failure with the server's log.
 // The server stops when ctx ends or Close is called.
-func StartProcess(ctx context.Context) (*Process, error) {
-	srv, err := redistest.Start(ctx, redistest.Options{})
+func StartProcess(ctx context.Context) (*Process, error) { return startProcess(ctx, false) }
+
+// StartFakeClockProcess is StartProcess with the server under libfaketime,
+// its clock steppable with StepClock. Errors wrap ErrUnavailable also when
+// libfaketime is missing (and redistest.ErrNoFaketime then).
+func StartFakeClockProcess(ctx context.Context) (*Process, error) { return startProcess(ctx, true) }
+
+func startProcess(ctx context.Context, fakeClock bool) (*Process, error) {
+	srv, err := redistest.Start(ctx, redistest.Options{FakeClock: fakeClock})
 	if err != nil {
-		if errors.Is(err, redistest.ErrNotInstalled) {
+		if errors.Is(err, redistest.ErrNotInstalled) || errors.Is(err, redistest.ErrNoFaketime) {
 			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		return nil, fmt.Errorf("start redis-server: %w", err)
@@ -74,3 +82,10 @@ func (p *Process) Pause() error { return p.srv.Pause() }
 
 // Resume implements Faulty with SIGCONT.
 func (p *Process) Resume() error { return p.srv.Resume() }
+
+// StepClock steps the server's clock by d (backwards when negative) while
+// it runs. Errors: a server started without a fake clock
+// (StartFakeClockProcess), or the offset file cannot be written.
+func (p *Process) StepClock(_ context.Context, d time.Duration) error {
+	return p.srv.SetClockOffset(p.srv.ClockOffset() + d)
+}

@@ -5,6 +5,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/rlbench/rlbench/scenarios"
 )
@@ -29,3 +30,17 @@ func (*Process) Provider() scenarios.Provider { return scenarios.ProviderProcess
 
 // Close implements Redis.
 func (*Process) Close() error { return nil }
+
+// StartFakeClockProcess returns an error wrapping ErrUnavailable on this
+// platform.
+func StartFakeClockProcess(ctx context.Context) (*Process, error) { return StartProcess(ctx) }
+
+// Sentinel is unavailable where redis-server processes cannot be
+// controlled with signals.
+type Sentinel struct{ Process }
+
+// StartSentinel returns an error wrapping ErrUnavailable on this platform.
+func StartSentinel(ctx context.Context, _ *time.Duration) (*Sentinel, error) {
+	_, err := StartProcess(ctx)
+	return nil, err
+}

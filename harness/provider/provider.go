@@ -73,6 +73,14 @@ type Options struct {
 	// Logf receives warnings, such as auto falling back to the embedded
 	// Redis; nil discards them.
 	Logf func(format string, args ...any)
+	// FakeClock runs the process provider's redis-server under libfaketime
+	// (StartFakeClockProcess); auto then means process.
+	FakeClock bool
+	// Topology TopologySentinel starts a Sentinel group (StartSentinel),
+	// for the process provider (or auto) only; ReplicaClock is its
+	// replica's clock offset, if any.
+	Topology     scenarios.Topology
+	ReplicaClock *time.Duration
 }
 
 func (o *Options) logf(format string, args ...any) {
@@ -95,6 +103,15 @@ func Start(ctx context.Context, p scenarios.Provider, opts Options) (Redis, erro
 		r   Redis
 		err error
 	)
+	if opts.Topology == scenarios.TopologySentinel || opts.FakeClock {
+		if p != scenarios.ProviderAuto && p != scenarios.ProviderProcess && p != "" {
+			return nil, fmt.Errorf("start redis: provider %s runs no Sentinel or fake clock; use process", p)
+		}
+		if opts.Topology == scenarios.TopologySentinel {
+			return StartSentinel(ctx, opts.ReplicaClock)
+		}
+		return StartFakeClockProcess(ctx)
+	}
 	switch p {
 	case scenarios.ProviderAuto, "":
 		r, err = startAuto(ctx, opts)

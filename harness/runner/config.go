@@ -40,6 +40,8 @@ func InstanceConfig(sc *scenarios.Scenario, i int, redisURL, faulty string) samp
 	}
 	if cfg.Store == sampleapi.StoreRedis {
 		cfg.Redis = redisURL
+		// Explicit, so that the run records the bound of its connections.
+		cfg.RedisPoolSize = sampleapi.DefaultRedisPoolSize()
 	}
 	if sc.Target.Peer == scenarios.PeerRedisRate {
 		cfg.Limiter = sampleapi.LimiterRedisRate

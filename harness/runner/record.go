@@ -19,7 +19,7 @@ func (o *Outcome) Record() runrecord.ScenarioRecord {
 		Start: o.Start.UTC(), Duration: o.Duration, Redis: o.Redis, Instances: o.Instances, History: o.HistoryPath,
 		ClockOffset: o.ClockOffset, ClockUncertainty: o.ClockUncertainty, ClockSource: o.ClockSource, FailureMode: sc.Target.FailureMode,
 		RunID: string(o.RunID), IdentitiesFresh: &o.IdentitiesFresh,
-		Faults: o.Faults, Drill: drill(sc, o.Faults), KeyScan: o.KeyScan,
+		Faults: o.Faults, Drill: drill(sc, o.Faults), KeyScan: o.KeyScan, Connections: o.Connections,
 		Checks: &runrecord.CheckSettings{
 			LoadDelivered: sc.Checks.LoadDelivered, MaxLatency: sc.Checks.MaxLatency,
 			MaxExcess: sc.Checks.MaxExcess, Headers: &headers,
@@ -76,11 +76,27 @@ func drill(sc *scenarios.Scenario, windows []runrecord.FaultWindow) *runrecord.D
 // classify completes the window of fault f as the schedule recorded it
 // with what the fault means for the checks, given the store timeout: a
 // command fault means what its declared effect says, exactly as the same
-// effect of rlbench's own faults does.
-func classify(w runrecord.FaultWindow, f scenarios.Fault, timeout time.Duration) runrecord.FaultWindow {
+// effect of rlbench's own faults does. A failover steps the limiter's
+// clock to the replica's, replicaClock from the host's (nil: the host's).
+func classify(w runrecord.FaultWindow, f scenarios.Fault, timeout time.Duration, replicaClock *time.Duration) runrecord.FaultWindow {
 	w.Unavailable = storeUnavailable(f, timeout)
-	w.LosesState = f.Kind == scenarios.FaultRedisKill || (f.Kind == scenarios.FaultCommand && f.Effect == scenarios.EffectLosesState)
+	w.LosesState = f.Kind == scenarios.FaultRedisKill || f.Kind == scenarios.FaultRedisFailover ||
+		(f.Kind == scenarios.FaultCommand && f.Effect == scenarios.EffectLosesState)
 	w.Instance = f.Target
+	switch f.Kind {
+	case scenarios.FaultClockStep:
+		w.StepNs = f.Step.Nanoseconds()
+		if f.Target == scenarios.ClockStepRedis {
+			w.Instance = ""
+		}
+	case scenarios.FaultRedisFailover:
+		// The promoted replica kept what was replicated, and its clock
+		// becomes the limiter's.
+		w.PartialState = true
+		if d := replicaClock; d != nil {
+			w.StepNs = d.Nanoseconds()
+		}
+	}
 	return w
 }
 
@@ -88,7 +104,7 @@ func classify(w runrecord.FaultWindow, f scenarios.Fault, timeout time.Duration)
 // answer from its store within timeout, so that its failure mode decides.
 func storeUnavailable(f scenarios.Fault, timeout time.Duration) bool {
 	switch f.Kind {
-	case scenarios.FaultInstanceKill:
+	case scenarios.FaultInstanceKill, scenarios.FaultClockStep:
 		return false
 	case scenarios.FaultRedisLatency:
 		return f.Latency >= timeout

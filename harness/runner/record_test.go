@@ -25,7 +25,7 @@ func TestRecordHoldsWhatTheChecksRead(t *testing.T) {
 	never := runrecord.FaultWindow{Kind: "redis_kill", At: time.Hour}
 	o := &Outcome{
 		Scenario: sc, HistoryPath: "x/history.jsonl.gz", ClockOffset: time.Millisecond,
-		Faults: []runrecord.FaultWindow{classify(injected, sc.Faults[0], sc.Target.StoreTimeout), never},
+		Faults: []runrecord.FaultWindow{classify(injected, sc.Faults[0], sc.Target.StoreTimeout, nil), never},
 		Stats: &traffic.Stats{LagTolerance: 50 * time.Millisecond, Dropped: 2, Phases: []*traffic.PhaseStats{
 			{Name: "steady", Kind: scenarios.Constant, Planned: 10, OnTime: 9},
 			{Name: "probe", Kind: scenarios.RetryAfterProbe, Planned: 3},
@@ -69,11 +69,24 @@ func TestClassify(t *testing.T) {
 		{scenarios.Fault{Kind: scenarios.FaultRedisLatency, Latency: 10 * time.Millisecond}, runrecord.FaultWindow{}},
 		{scenarios.Fault{Kind: scenarios.FaultRedisLatency, Latency: timeout}, runrecord.FaultWindow{Unavailable: true}},
 		{scenarios.Fault{Kind: scenarios.FaultInstanceKill, Target: "instance-2"}, runrecord.FaultWindow{Instance: "instance-2"}},
+		{scenarios.Fault{Kind: scenarios.FaultClockStep, Target: "redis", Step: -2 * time.Second}, runrecord.FaultWindow{StepNs: int64(-2 * time.Second)}},
+		{scenarios.Fault{Kind: scenarios.FaultClockStep, Target: "instance-1", Step: time.Second}, runrecord.FaultWindow{StepNs: int64(time.Second), Instance: "instance-1"}},
+		{scenarios.Fault{Kind: scenarios.FaultRedisFailover}, runrecord.FaultWindow{Unavailable: true, LosesState: true, PartialState: true}},
 	}
 	for _, tc := range tests {
-		if got := classify(runrecord.FaultWindow{}, tc.fault, timeout); got != tc.want {
+		if got := classify(runrecord.FaultWindow{}, tc.fault, timeout, nil); got != tc.want {
 			t.Errorf("classify(%+v) = %+v, want %+v", tc.fault, got, tc.want)
 		}
+	}
+}
+
+// TestClassifyReplicaClock: a failover to a replica whose clock is behind
+// steps the limiter's clock by it.
+func TestClassifyReplicaClock(t *testing.T) {
+	behind := -1500 * time.Millisecond
+	got := classify(runrecord.FaultWindow{}, scenarios.Fault{Kind: scenarios.FaultRedisFailover}, time.Second, &behind)
+	if want := int64(behind); got.StepNs != want || !got.LosesState || !got.PartialState {
+		t.Errorf("classify = %+v, want StepNs %d with lost and partial state", got, want)
 	}
 }
 
@@ -87,5 +100,34 @@ func TestPhaseKindsAgree(t *testing.T) {
 		if tc.record != string(tc.kind) {
 			t.Errorf("runrecord phase kind %q, scenarios %q", tc.record, tc.kind)
 		}
+	}
+}
+
+// TestIdentitiesFresh: a run against a limiter that outlives it starts
+// fresh only with identities generated for it; a given run id sends an
+// earlier run's identities again, whose budgets may be spent.
+func TestIdentitiesFresh(t *testing.T) {
+	external := &scenarios.Scenario{Target: scenarios.Target{External: []string{"http://127.0.0.1:8080"}}}
+	fixed := &scenarios.Scenario{Target: scenarios.Target{External: []string{"http://127.0.0.1:8080"}}, Identities: scenarios.Identities{Fixed: true}}
+	started := &scenarios.Scenario{Target: scenarios.Target{Instances: 2}, Identities: scenarios.Identities{Fixed: true}}
+	tests := []struct {
+		name       string
+		sc         *scenarios.Scenario
+		runIDGiven bool
+		provider   string
+		want       bool
+	}{
+		{"external, generated identities", external, false, "", true},
+		{"external, run id given again", external, true, "", false},
+		{"external, fixed identities", fixed, false, "", false},
+		{"started target on its own Redis", started, true, "process", true},
+		{"started target on an external Redis", started, false, string(scenarios.ProviderExternal), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := identitiesFresh(tt.sc, tt.runIDGiven, tt.provider); got != tt.want {
+				t.Fatalf("identitiesFresh = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -36,6 +37,7 @@ import (
 	"github.com/rlbench/rlbench/harness/traffic"
 	"github.com/rlbench/rlbench/limiter"
 	"github.com/rlbench/rlbench/limiter/redistest"
+	"github.com/rlbench/rlbench/sampleapi"
 	"github.com/rlbench/rlbench/scenarios"
 )
 
@@ -121,6 +123,9 @@ type Outcome struct {
 	// KeyScan is the scan for keys without a TTL (Options.ScanKeys); nil
 	// when none was made.
 	KeyScan *runrecord.KeyScan
+	// Connections samples the client connections Redis saw during a drill
+	// that pauses or slows it; nil when none were sampled.
+	Connections *runrecord.Connections
 }
 
 // Runner runs scenarios one after the other.
@@ -168,11 +173,19 @@ func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (*Outcome, err
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
-	env := faults.Env{Dir: commandDir(sc)}
+	env := faults.Env{Dir: commandDir(sc), Clocks: map[string]faults.ClockStepper{}}
 	redisURL := ""
+	var sentinel *provider.Sentinel
 	if red != nil {
 		redisURL = red.URL()
 		env.Redis, _ = red.(faults.Redis)
+		if c, ok := red.(faults.ClockStepper); ok && sc.NeedsFakeClock() {
+			env.Clocks[scenarios.ClockStepRedis] = c
+		}
+		if s, ok := red.(*provider.Sentinel); ok {
+			sentinel, env.Failover = s, s
+			env.Redis = nil // its faults act through the Sentinel group
+		}
 		if needsProxy(sc) {
 			// The limiter reaches Redis through the proxy, so that its link
 			// to it can be degraded without touching Redis itself: the
@@ -197,14 +210,15 @@ func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (*Outcome, err
 	if out.RunID == "" {
 		out.RunID = scenarios.NewRunID()
 	}
-	g, urls, names, err := r.startTarget(ctx, sc, dir, redisURL, out.RunID, &cleanups)
+	g, urls, names, cfgs, err := r.startTarget(ctx, sc, dir, redisURL, out.RunID, sentinel, &cleanups)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 	out.Instances = names
 	env.Instances = map[string]faults.Instance{}
-	for _, in := range g {
+	for i, in := range g {
 		env.Instances[in.Name()] = in
+		env.Clocks[in.Name()] = &instanceClock{in: in, path: cfgs[i].path, cfg: cfgs[i].cfg}
 	}
 	if err := faults.Validate(sc.Faults, env); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
@@ -231,7 +245,11 @@ func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (*Outcome, err
 	// An external target's offset left unknown here is measured from the
 	// Date headers of its responses while the traffic runs (fire).
 
-	fireErr := r.fire(ctx, sc, filepath.Join(r.opts.OutDir, out.HistoryPath), urls, names, env, out)
+	monitorURL := ""
+	if red != nil {
+		monitorURL = red.URL() // Redis itself, never through the proxy
+	}
+	fireErr := r.fire(ctx, sc, filepath.Join(r.opts.OutDir, out.HistoryPath), urls, names, env, monitorURL, out)
 	if err := writeCommandLogs(r.opts.OutDir, sc, out.Faults); err != nil {
 		fireErr = errors.Join(fireErr, err)
 	}
@@ -316,7 +334,10 @@ func (r *Runner) provision(ctx context.Context, sc *scenarios.Scenario, out *Out
 	if kind == scenarios.ProviderNone {
 		return nil, nil, nil
 	}
-	red, err := provider.Start(ctx, kind, provider.Options{URL: url, Algorithms: algorithms(sc), Logf: r.logf})
+	red, err := provider.Start(ctx, kind, provider.Options{
+		URL: url, Algorithms: algorithms(sc), Logf: r.logf,
+		FakeClock: sc.NeedsFakeClock(), Topology: sc.Redis.Topology, ReplicaClock: sc.Redis.ReplicaClock,
+	})
 	if err != nil {
 		return nil, nil, redacted(err, url)
 	}
@@ -326,6 +347,7 @@ func (r *Runner) provision(ctx context.Context, sc *scenarios.Scenario, out *Out
 		return nil, nil, redacted(fmt.Errorf("redis url %s: %w", scenarios.RedactURL(red.URL()), err), red.URL())
 	}
 	opts.DisableIdentity = true
+	opts.PoolSize = monitorPool
 	rdb := redis.NewClient(opts)
 	*cleanups = append(*cleanups, func() { rdb.Close() })
 	out.Redis = runrecord.RedisInfo{Provider: string(red.Provider()), Addr: red.Addr(), Version: redisVersion(ctx, rdb)}
@@ -368,49 +390,92 @@ func algorithms(sc *scenarios.Scenario) []limiter.Algorithm {
 
 // startTarget starts the sample API instances (or the scenario's peer
 // limiter), or returns the external URLs.
-func (r *Runner) startTarget(ctx context.Context, sc *scenarios.Scenario, dir, redisURL string, run scenarios.RunID, cleanups *[]func()) (g instances.Group, urls, names []string, err error) {
+// Instances of a sentinel group find the master through it; a peer other
+// than redis_rate starts its own processes. startTarget returns, for the
+// sample API instances, each one's configuration and its file.
+func (r *Runner) startTarget(ctx context.Context, sc *scenarios.Scenario, dir, redisURL string, run scenarios.RunID, sentinel *provider.Sentinel, cleanups *[]func()) (g instances.Group, urls, names []string, cfgs []instanceFile, err error) {
 	if len(sc.Target.External) > 0 {
-		return nil, sc.Target.External, sc.Target.External, nil
+		return nil, sc.Target.External, sc.Target.External, nil, nil
 	}
 	if sc.Target.Peer != "" && sc.Target.Peer != scenarios.PeerRedisRate {
 		p, err := peers.Start(ctx, sc, dir, redisURL)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		*cleanups = append(*cleanups, p.Stop)
-		return nil, p.URLs(), p.Names(), nil
+		return nil, p.URLs(), p.Names(), nil, nil
 	}
 	specs := make([]instances.Spec, sc.Target.Instances)
 	for i := range specs {
 		cfg := InstanceConfig(sc, i, redisURL, r.opts.Faulty)
 		if err := ApplyPlans(&cfg, sc, run); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
+		}
+		if sentinel != nil && cfg.Store == sampleapi.StoreRedis {
+			cfg.RedisSentinel = &sampleapi.SentinelConfig{Master: sentinel.MasterName(), Addrs: sentinel.SentinelAddrs()}
 		}
 		path := filepath.Join(dir, cfg.Instance+".yaml")
 		if err := WriteInstanceConfig(path, cfg); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
+		cfgs = append(cfgs, instanceFile{path: path, cfg: cfg})
 		specs[i] = instances.Spec{Name: cfg.Instance, Binary: r.opts.Binary, Config: path, Args: r.opts.InstanceArgs}
 	}
 	if g, err = instances.StartGroup(ctx, specs); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	*cleanups = append(*cleanups, func() { g.Stop(5 * time.Second) })
 	for _, in := range g {
 		names = append(names, in.Name())
 	}
-	return g, g.URLs(), names, nil
+	return g, g.URLs(), names, cfgs, nil
+}
+
+// instanceFile is a sample API instance's configuration and its file.
+type instanceFile struct {
+	path string
+	cfg  sampleapi.Config
+}
+
+// instanceClock steps an instance's clock: it rewrites the instance's
+// configuration with the clock offset moved and restarts it (stopped
+// gracefully, so requests in flight are answered), the least a running
+// sample API has to offer for it.
+type instanceClock struct {
+	in   *instances.Instance
+	path string
+	mu   sync.Mutex
+	cfg  sampleapi.Config
+}
+
+// StepClock implements faults.ClockStepper.
+func (c *instanceClock) StepClock(ctx context.Context, d time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cfg := c.cfg
+	cfg.ClockOffset += d
+	if err := WriteInstanceConfig(c.path, cfg); err != nil {
+		return err
+	}
+	if err := c.in.Stop(time.Second); err != nil {
+		return fmt.Errorf("step the clock of %s: %w", c.in.Name(), err)
+	}
+	if err := c.in.Restart(ctx); err != nil {
+		return fmt.Errorf("step the clock of %s: %w", c.in.Name(), err)
+	}
+	c.cfg = cfg
+	return nil
 }
 
 // fire runs the traffic, streaming every result into the history file.
-func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, urls, names []string, env faults.Env, out *Outcome) error {
+func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, urls, names []string, env faults.Env, monitorURL string, out *Outcome) error {
 	start := time.Now()
 	hdr := history.NewHeader(start)
 	hdr.Scenario = sc.Name
 	hdr.Target = strings.Join(urls, " ")
 	hdr.Instances = names
 	hdr.Policies = r.headerPolicies(sc)
-	out.IdentitiesFresh = sc.Identities.Fresh() || (len(sc.Target.External) == 0 && out.Redis.Provider != string(scenarios.ProviderExternal))
+	out.IdentitiesFresh = identitiesFresh(sc, r.opts.RunID != "", out.Redis.Provider)
 	hdr.RunID, hdr.IdentitiesFresh = string(out.RunID), &out.IdentitiesFresh
 	hdr.ClockResolutionNs = out.ClockResolution.Nanoseconds()
 	var dates *dateClock
@@ -434,6 +499,10 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 		planned += int64(ph.PlannedRequests())
 	}
 	display := progress.Start(r.opts.Progress, sc.Name, planned, r.opts.Interactive, 0, &counters)
+	var sampler *connSampler
+	if r.sampleConnections(sc, out) {
+		sampler = startConnSampler(ctx, monitorURL, start, sc.Target.Instances, sampleapi.DefaultRedisPoolSize())
+	}
 	schedule := faults.Start(ctx, start, sc.Faults, env)
 	var writeErr error
 	stats, runErr := traffic.Run(ctx, traffic.Config{
@@ -464,7 +533,10 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 		}
 	}
 	for i, w := range schedule.Stop() {
-		out.Faults = append(out.Faults, classify(w, sc.Faults[i], sc.Target.StoreTimeout))
+		out.Faults = append(out.Faults, classify(w, sc.Faults[i], sc.Target.StoreTimeout, sc.Redis.ReplicaClock))
+	}
+	if sampler != nil {
+		out.Connections = sampler.Stop()
 	}
 	display.Stop()
 	out.Start, out.Duration, out.Stats = start, time.Since(start), stats
@@ -504,4 +576,13 @@ func (r *Runner) identityPrefix(out *Outcome, start time.Time) string {
 		return ""
 	}
 	return fmt.Sprintf("r%x-", start.Unix())
+}
+
+// identitiesFresh reports whether every identity of sc begins the run
+// unknown to the limiter: generated for this run (not sent again with a
+// given run id, as --run-id does), or any identity on a target and store
+// this run started (redisProvider is the provider of the run's Redis).
+func identitiesFresh(sc *scenarios.Scenario, runIDGiven bool, redisProvider string) bool {
+	return (sc.Identities.Fresh() && !runIDGiven) ||
+		(len(sc.Target.External) == 0 && redisProvider != string(scenarios.ProviderExternal))
 }

@@ -131,6 +131,10 @@ type ScenarioRecord struct {
 	// traffic; nil when the run did not scan (the key-ttl check then does
 	// not run).
 	KeyScan *KeyScan `json:"key_scan,omitempty"`
+	// Connections samples the client connections Redis saw during the
+	// run; nil when none were sampled (the redis-connections check then
+	// does not run).
+	Connections *Connections `json:"connections,omitempty"`
 	// Error is set when the scenario could not run.
 	Error string `json:"error,omitempty"`
 }
@@ -207,7 +211,9 @@ type FaultWindow struct {
 	// was sent: between them the fault was surely in effect, so the
 	// declared failure mode must decide every request answered then. Zero
 	// in records written before they were recorded (FromNs and ToNs then
-	// stand in; see InEffect).
+	// stand in; see InEffect). For a redis_failover HealNs is the last
+	// moment the Sentinel still named the old master: the store was
+	// unavailable until then, whatever the heal did later.
 	InjectedNs int64 `json:"injected_ns,omitempty"`
 	HealNs     int64 `json:"heal_ns,omitempty"`
 	// Err is what went wrong injecting or healing the fault, if anything;
@@ -226,6 +232,17 @@ type FaultWindow struct {
 	// LosesState says the store came back empty (a restarted Redis): the
 	// budget is checked separately before and after.
 	LosesState bool `json:"loses_state"`
+	// PartialState, with LosesState, says the store came back with part of
+	// its state rather than empty (a promoted replica, which lacks the
+	// writes not yet replicated): what it lost may be admitted again, as
+	// after a restart, and what it kept may reject beyond a fresh key's
+	// budget until it refilled.
+	PartialState bool `json:"partial_state,omitempty"`
+	// StepNs, when not 0, is a step of a clock by that many ns (negative:
+	// backwards) at some instant between FromNs and ToNs: the limiter's
+	// clock (Redis TIME) for a fault on Redis, the instance's own clock
+	// when Instance is set.
+	StepNs int64 `json:"clock_step_ns,omitempty"`
 	// Instance, when set, limits the fault to the requests sent to that
 	// instance (a killed instance); the others are checked as usual.
 	Instance string `json:"instance,omitempty"`
@@ -332,6 +349,45 @@ type KeyScan struct {
 	// the first MaxKeyExamples of them in sorted order.
 	WithoutTTL int      `json:"without_ttl"`
 	Examples   []string `json:"examples,omitempty"`
+}
+
+// Connections is what Redis reported of its client connections
+// (connected_clients of INFO clients) during a run, sampled every Interval
+// over a connection of the harness's own that bypasses any proxy, and what
+// the connections may number: each of Instances instances holds at most
+// PoolSize connections to Redis, and the harness Monitor of its own (the
+// sampler's and the clock offset's).
+type Connections struct {
+	Interval time.Duration `json:"interval_ns"`
+	// Samples are in time order.
+	Samples   []ConnectionSample `json:"samples"`
+	PoolSize  int                `json:"pool_size"`
+	Instances int                `json:"instances"`
+	Monitor   int                `json:"monitor"`
+	// Err is why sampling stopped early, if it did.
+	Err string `json:"error,omitempty"`
+}
+
+// ConnectionSample is one reading of connected_clients, AtNs after the
+// scenario's start.
+type ConnectionSample struct {
+	AtNs    int64 `json:"at_ns"`
+	Clients int   `json:"clients"`
+}
+
+// Bound is the most connections Redis may see: every instance's pool full,
+// plus the harness's own.
+func (c *Connections) Bound() int { return c.PoolSize*c.Instances + c.Monitor }
+
+// Peak returns the largest sample (the first, on a tie); ok is false when
+// there is none.
+func (c *Connections) Peak() (peak ConnectionSample, ok bool) {
+	for i, s := range c.Samples {
+		if i == 0 || s.Clients > peak.Clients {
+			peak, ok = s, true
+		}
+	}
+	return peak, ok
 }
 
 // MaxKeyExamples is the most keys a KeyScan lists.

@@ -68,8 +68,21 @@ type Options struct {
 	// DefaultReadyTimeout.
 	ReadyTimeout time.Duration
 
+	// FakeClock runs the server under libfaketime, its wall clock offset
+	// from the host's by ClockOffset and steppable at run time
+	// (Server.SetClockOffset). Start fails with ErrNoFaketime when
+	// libfaketime is missing.
+	FakeClock   bool
+	ClockOffset time.Duration
+
 	// cluster enables cluster mode with this cluster bus port.
 	clusterBusPort int
+	// config, when set, is a configuration file written to the server's
+	// directory and given as the first argument (a Sentinel's, which
+	// rewrites it).
+	config string
+	// sentinel runs the server as a Redis Sentinel.
+	sentinel bool
 }
 
 // Server is one redis-server process on 127.0.0.1. The zero value is not
@@ -81,11 +94,12 @@ type Server struct {
 	dir    string
 	logs   *syncBuffer
 
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed when cmd has been waited for
-	paused  bool
-	stopped bool
+	mu          sync.Mutex
+	cmd         *exec.Cmd
+	exited      chan struct{} // closed when cmd has been waited for
+	paused      bool
+	stopped     bool
+	clockOffset time.Duration
 }
 
 // Start starts a redis-server as configured by opts and returns once it
@@ -115,7 +129,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start redis-server: %w", err)
 	}
-	s := &Server{opts: opts, binary: path, dir: dir, logs: &syncBuffer{}}
+	s := &Server{opts: opts, binary: path, dir: dir, logs: &syncBuffer{}, clockOffset: opts.ClockOffset}
 	for attempt := 1; ; attempt++ {
 		s.port = opts.Port
 		if s.port == 0 {
@@ -139,14 +153,25 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 
 // start launches the process on s.port and waits for it to answer PING.
 func (s *Server) start(ctx context.Context) error {
-	args := []string{
+	var args []string
+	if s.opts.config != "" {
+		path := filepath.Join(s.dir, "server.conf")
+		if err := os.WriteFile(path, []byte(s.opts.config), 0o644); err != nil {
+			return fmt.Errorf("start redis-server: %w", err)
+		}
+		args = append(args, path)
+	}
+	args = append(args,
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
-		"--save", "",
-		"--appendonly", "no",
 		"--dir", s.dir,
 		"--logfile", "",
 		"--daemonize", "no",
+	)
+	if s.opts.sentinel {
+		args = append(args, "--sentinel")
+	} else {
+		args = append(args, "--save", "", "--appendonly", "no")
 	}
 	if s.opts.clusterBusPort != 0 {
 		args = append(args,
@@ -161,6 +186,13 @@ func (s *Server) start(ctx context.Context) error {
 	cmd.Dir = s.dir
 	cmd.Stdout, cmd.Stderr = s.logs, s.logs
 	cmd.SysProcAttr = procAttr()
+	if s.opts.FakeClock {
+		env, err := s.fakeClockEnv()
+		if err != nil {
+			return err
+		}
+		cmd.Env = env
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start redis-server: %w", err)
 	}

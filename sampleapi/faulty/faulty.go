@@ -29,6 +29,9 @@
 //	queue-no-delay     a leaky bucket as a queue whose admitted requests do not wait for their slot (queue-delay)
 //	lru-keys           state kept for the last 4 keys only: an evicted key starts afresh (budget)
 //	reset-epoch        the RateLimit reset is a Unix time where seconds from now are meant (ratelimit-fields)
+//	no-monotonic-time  per-key time follows the limiter's clock backwards: a step back locks clients out (false-rejections; case C12)
+//	no-failover        a plain client to the master as configured: a failover leaves it on a dead or demoted server (budget, failure-mode)
+//	unbounded-connections  nothing bounds its connections (pool, deadline, breaker): a slow Redis gets one per waiting request (redis-connections; case C18)
 package faulty
 
 import (
@@ -70,6 +73,9 @@ const (
 	QueueNoDelay          = "queue-no-delay"
 	LRUKeys               = "lru-keys"
 	ResetEpoch            = "reset-epoch"
+	NoMonotonicTime       = "no-monotonic-time"
+	NoFailover            = "no-failover"
+	UnboundedConnections  = "unbounded-connections"
 )
 
 // DefaultNonAtomicDelay is the pause of NonAtomic between reading a key's
@@ -85,6 +91,12 @@ type Env struct {
 	// Redis is the instance's Redis client options, with the sample API's
 	// timeouts applied; nil when the instance runs without Redis.
 	Redis *redis.Options
+	// Sentinel, when set, is the same options for the master of a Sentinel
+	// group: the variants follow it as the reference does (but NoFailover).
+	Sentinel *redis.FailoverOptions
+	// StoreTimeout is the instance's store timeout (Config.StoreTimeout);
+	// zero means resilience.DefaultTimeout.
+	StoreTimeout time.Duration
 	// Clock is the instance's own clock (shifted by --clock-offset); nil
 	// means time.Now.
 	Clock func() time.Time
@@ -132,6 +144,9 @@ var variants = []Variant{
 	{Name: QueueNoDelay, Fault: "a leaky bucket as a queue that admits requests into their slots without delaying them", open: openQueueNoDelay},
 	{Name: LRUKeys, Fault: "keeps per-key state for the most recently used keys only (4 unless lru-keys:N): an evicted key starts again with a full budget", open: openLRUKeys},
 	{Name: ResetEpoch, Fault: "the RateLimit reset is the Unix time in seconds at which the budget is full, where the seconds until then are meant", open: openResetEpoch},
+	{Name: NoMonotonicTime, Fault: "per-key time follows the limiter's clock backwards: after a step back, a key's stored time lies ahead and its clients are rejected until the clock catches up", NeedsRedis: true, open: openNoMonotonicTime},
+	{Name: NoFailover, Fault: "a plain client to the Redis master as configured, never asking the Sentinel: after a failover it talks to a dead or demoted server", NeedsRedis: true, open: openNoFailover},
+	{Name: UnboundedConnections, Fault: "nothing bounds its connections to Redis (a pool without a bound, commands that outlive the store timeout, no circuit breaker): under a slow Redis every waiting request holds a connection of its own", NeedsRedis: true, OwnFailureMode: true, open: openUnboundedConnections},
 }
 
 // Names returns the names of every variant, in the order of the package
@@ -215,8 +230,17 @@ func openReference(_ context.Context, _ Variant, env Env) (limiter.Limiter, func
 	if env.Redis == nil {
 		return limiter.NewMemoryStore(limiter.WithClock(env.Clock)), noClose, nil
 	}
-	client := redis.NewClient(env.Redis)
+	client := newClient(env)
 	return redisstore.New(client), client.Close, nil
+}
+
+// newClient is a client for env's Redis: through the Sentinel when env has
+// one.
+func newClient(env Env) redis.UniversalClient {
+	if env.Sentinel != nil {
+		return redis.NewFailoverClient(env.Sentinel)
+	}
+	return redis.NewClient(env.Redis)
 }
 
 func noClose() error { return nil }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -20,7 +21,7 @@ import (
 
 // openGoStore opens a goStore on env's Redis with the faults set by configure.
 func openGoStore(env Env, configure func(*goStore)) (limiter.Limiter, func() error, error) {
-	client := redis.NewClient(env.Redis)
+	client := newClient(env)
 	s := newGoStore(client)
 	configure(s)
 	return s, client.Close, nil
@@ -353,3 +354,46 @@ func (f *floorWriter) WriteHeader(code int) {
 
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (f *floorWriter) Unwrap() http.ResponseWriter { return f.ResponseWriter }
+
+// openNoMonotonicTime decides on Redis TIME as the reference does, with no
+// fault but one: the goStore makes no provision for a clock that steps
+// back, so a key's stored time may lie ahead of the clock (field case C12).
+func openNoMonotonicTime(_ context.Context, _ Variant, env Env) (limiter.Limiter, func() error, error) {
+	return openGoStore(env, func(*goStore) {})
+}
+
+// openNoFailover is the reference store on a plain client to the address
+// the configuration's URL names, ignoring the Sentinel.
+func openNoFailover(_ context.Context, _ Variant, env Env) (limiter.Limiter, func() error, error) {
+	client := redis.NewClient(env.Redis)
+	return redisstore.New(client), client.Close, nil
+}
+
+// unboundedPool is the pool size of UnboundedConnections: no bound a run
+// can reach.
+const unboundedPool = 1 << 20
+
+// openUnboundedConnections fails open on the store timeout as the
+// reference does, but nothing bounds its connections to Redis: each
+// decision is a round trip of its own (no batching), its pool has no bound, its commands ignore the caller's deadline (the store timeout
+// answers the request while the command holds its connection until Redis
+// replies or the read timeout), and no circuit breaker stops calling a
+// store that keeps failing. Under a slow Redis every waiting request holds
+// a connection of its own (field case C18).
+func openUnboundedConnections(_ context.Context, _ Variant, env Env) (limiter.Limiter, func() error, error) {
+	var client redis.UniversalClient
+	if env.Sentinel != nil {
+		o := *env.Sentinel
+		o.PoolSize, o.ContextTimeoutEnabled = unboundedPool, false
+		client = redis.NewFailoverClient(&o)
+	} else {
+		o := *env.Redis
+		o.PoolSize, o.ContextTimeoutEnabled = unboundedPool, false
+		client = redis.NewClient(&o)
+	}
+	never := resilience.BreakerConfig{ConsecutiveFailures: math.MaxInt, FailureRate: 1, Window: 1 << 20}
+	r := resilience.New(redisstore.New(client, redisstore.WithBatching(1, 1)), resilience.Config{
+		Mode: resilience.FailOpen, Timeout: env.StoreTimeout, Breaker: never, Clock: env.Clock, Logger: env.Logger,
+	})
+	return r, func() error { return errors.Join(r.Close(), client.Close()) }, nil
+}
