@@ -131,16 +131,16 @@ poll:
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	// Exit 1 is a check that failed, as a busy machine's load generator
-	// can make one fail; what matters here is that the instances decided
+	// Exit 1 or 3 is a check that failed or a harness error, as a busy
+	// machine's load generator can make one; what matters here is that the instances decided
 	// on the Redis that wants the password: they rejected, and no request
 	// met an error.
-	if code := cmd.ProcessState.ExitCode(); code != 0 && code != 1 {
+	if code := cmd.ProcessState.ExitCode(); code != exitOK && code != exitCheckFailed && code != exitHarnessError {
 		t.Fatalf("rlbench run: %v\n%s\n%s", runErr, stdout.String(), stderr.String())
 	}
-	done := regexp.MustCompile(`done: .* rejected ([0-9]+), errors ([0-9]+)`).FindStringSubmatch(stderr.String() + stdout.String())
+	done := regexp.MustCompile(`done: .* rejected ([0-9]+), unknown ([0-9]+)`).FindStringSubmatch(stderr.String() + stdout.String())
 	if done == nil || done[1] == "0" || done[2] != "0" {
-		t.Fatalf("the instances did not decide on the Redis (want rejections and no errors):\n%s\n%s", stdout.String(), stderr.String())
+		t.Fatalf("the instances did not decide on the Redis (want rejections and no request of unknown outcome):\n%s\n%s", stdout.String(), stderr.String())
 	}
 	if len(seen) < 3 {
 		t.Fatalf("saw %d instances, want the scenario's 3: %v", len(seen), seen)
