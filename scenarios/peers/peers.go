@@ -48,7 +48,7 @@ var files embed.FS
 // request over or a rejection with room; Retry-After is the whole window.
 //
 // peer-go-limiter: Retry-After is an RFC 1123 date in UTC, not an
-// HTTP-date; and its intervals tick on the grid of the key's first
+// HTTP-date (so the header-style check cannot parse its reset); and its intervals tick on the grid of the key's first
 // request where start=first opens a window at the first request after the
 // last one expired, so a reset just after a tick reads as RateLimit fields
 // with too much room.
@@ -65,7 +65,7 @@ var Findings = map[string][]string{
 	"peer-flask-limiter-fixed":              {"retry-after", "ratelimit-fields"},
 	"peer-flask-limiter-redis-kill":         {"retry-after", "ratelimit-fields"},
 	"peer-fastify-redis-kill":               {"retry-after", "ratelimit-fields"},
-	"peer-go-limiter":                       {"retry-after", "ratelimit-fields"},
+	"peer-go-limiter":                       {"retry-after", "ratelimit-fields", "header-style"},
 	"peer-flask-limiter-moving":             {"retry-after", "ratelimit-fields"},
 	"peer-haproxy":                          {"false-rejections", "retry-after"},
 	"peer-haproxy-two":                      {"budget", "boundary-burst-ratio", "false-rejections", "retry-after"},
