@@ -189,7 +189,7 @@ func (c *checkCommand) Run(_ context.Context, args []string) error {
 		return err
 	}
 	if t, ok := src.(interface{ Truncated() error }); ok && t.Truncated() != nil {
-		fmt.Fprintf(c.stdout, "Note: %v (an interrupted run?); the verdict covers those records only.\n", t.Truncated())
+		fmt.Fprintf(c.stdout, "Note: %v; the verdict covers the records before it only (an interrupted run?).\n", t.Truncated())
 	}
 	if summary != "" {
 		s := checker.NewSummary(time.Now())

@@ -86,6 +86,15 @@ func (r *Reader) Read(rec *Record) error {
 	if err != nil {
 		return err
 	}
+	if bytes.HasPrefix(line, []byte(interruptedKey)) {
+		var end struct {
+			Interrupted string `json:"interrupted"`
+		}
+		_ = json.Unmarshal(line, &end)
+		r.trunc = fmt.Errorf("%s: %w: the run was interrupted (%s) before its traffic ended", place(r.name, r.n), ErrTruncated, end.Interrupted)
+		r.done = true
+		return io.EOF
+	}
 	headers := rec.Headers
 	clear(headers)
 	*rec = Record{Headers: headers}

@@ -347,3 +347,59 @@ func TestKilledWriter(t *testing.T) {
 	}
 	t.Logf("read %d whole records of the killed writer; %v", len(got), r.Truncated())
 }
+
+// TestInterruptedHistory: the history of a run cut short ends with its
+// interruption; a Reader returns the records before it, then io.EOF, and
+// Truncated names the interruption, so a check says the verdict covers
+// part of the run. A history closed without it is complete.
+func TestInterruptedHistory(t *testing.T) {
+	for _, interrupt := range []bool{false, true} {
+		var buf bytes.Buffer
+		w, err := NewWriter(&buf, NewHeader(time.Unix(1_700_000_000, 0)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			rec := Record{Key: "k", Route: "/a", SentNs: int64(i) * 1e6, ReceivedNs: int64(i)*1e6 + 1e5, Status: 200, Outcome: Admitted}
+			if err := w.Write(&rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if interrupt {
+			if err := w.Interrupt("context canceled"); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Write(&Record{Key: "k", Route: "/a", Status: 200, Outcome: Admitted}); err == nil {
+				t.Fatal("Write after Interrupt succeeded")
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		r, err := NewReader(&buf, "h.jsonl.gz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		var rec Record
+		for {
+			err := r.Read(&rec)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("interrupt %v: Read: %v", interrupt, err)
+			}
+			n++
+		}
+		if n != 3 {
+			t.Fatalf("interrupt %v: read %d records, want 3", interrupt, n)
+		}
+		switch got := r.Truncated(); {
+		case !interrupt && got != nil:
+			t.Fatalf("complete history: Truncated = %v, want nil", got)
+		case interrupt && (!errors.Is(got, ErrTruncated) || !strings.Contains(got.Error(), "interrupted (context canceled)")):
+			t.Fatalf("interrupted history: Truncated = %v, want ErrTruncated naming the interruption", got)
+		}
+	}
+}

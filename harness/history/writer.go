@@ -113,6 +113,35 @@ func (w *Writer) Write(r *Record) error {
 	return nil
 }
 
+// interruptedKey starts the line that ends the history of an interrupted
+// run (Writer.Interrupt): {"interrupted":"REASON"}.
+const interruptedKey = `{"interrupted":`
+
+// Interrupt ends the history as the record of a run that stopped before
+// its traffic did (cancelled, Ctrl-C): one last line,
+// {"interrupted":"REASON"}, after which a Reader returns io.EOF and its
+// Truncated reports the interruption, so that a check of the history says
+// the verdict covers part of the run. Call it before Close; records
+// written after it are an error.
+func (w *Writer) Interrupt(reason string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.enc.Encode(struct {
+		Interrupted string `json:"interrupted"`
+	}{reason}); err != nil {
+		w.err = fmt.Errorf("write history: %w", err)
+		return w.err
+	}
+	w.err = errInterrupted
+	return nil
+}
+
+// errInterrupted is returned by Write after Interrupt.
+var errInterrupted = errors.New("history: write after Interrupt")
+
 // Flush writes the records written so far to the underlying writer, as a
 // reader can read them before Close.
 func (w *Writer) Flush() error {
@@ -165,6 +194,9 @@ func (w *Writer) Close() error {
 		w.timer = nil
 	}
 	err := w.err
+	if err == errInterrupted {
+		err = nil
+	}
 	if e := w.buf.Flush(); err == nil && e != nil {
 		err = fmt.Errorf("flush history: %w", e)
 	}

@@ -540,6 +540,11 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 	}
 	display.Stop()
 	out.Start, out.Duration, out.Stats = start, time.Since(start), stats
+	if ctx.Err() != nil {
+		// The history of a run cut short says so, so that a check of it
+		// alone says its verdict covers part of the run.
+		_ = w.Interrupt(context.Cause(ctx).Error())
+	}
 	if err := errors.Join(runErr, writeErr, w.Close()); err != nil {
 		return fmt.Errorf("fire traffic: %w", err)
 	}
