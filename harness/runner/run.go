@@ -139,7 +139,25 @@ func New(opts Options) *Runner {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
+	// The live display and the messages write from different goroutines,
+	// often to one writer (standard error): one lock serves both, so a
+	// writer that is not safe for concurrent use (a buffer) is fine.
+	mu := &sync.Mutex{}
+	opts.Progress = &lockedWriter{mu: mu, w: opts.Progress}
+	opts.Log = &lockedWriter{mu: mu, w: opts.Log}
 	return &Runner{opts: opts}
+}
+
+// lockedWriter serialises writes to w under mu.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 func (r *Runner) logf(format string, args ...any) {
