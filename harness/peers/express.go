@@ -1,20 +1,16 @@
 package peers
 
 import (
-	"bufio"
 	"context"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/rlbench/rlbench/scenarios"
 )
@@ -188,38 +184,13 @@ func (e *Express) start(ctx context.Context, node, script, modules string, conf 
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("start %s: %w", node, err)
 	}
-	listening := make(chan string, 1)
-	output := &tailBuffer{} // stdout up to the listening line
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if addr, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-				listening <- addr
-				break
-			}
-			_, _ = output.Write([]byte(sc.Text() + "\n"))
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	timer := time.NewTimer(startTimeout)
-	defer timer.Stop()
-	var failure error
-	select {
-	case addr := <-listening:
-		e.procs = append(e.procs, cmd)
-		e.exited = append(e.exited, exited)
-		return "http://" + addr, nil
-	case <-exited:
-		failure = errors.New("node exited before listening")
-	case <-ctx.Done():
-		failure = ctx.Err()
-	case <-timer.C:
-		failure = fmt.Errorf("not listening after %v", startTimeout)
+	addr, exited, output, err := awaitListening(ctx, cmd, stdout)
+	if err != nil {
+		return "", startError(fmt.Errorf("%s %s: %w", node, script, err), output, logPath)
 	}
-	stopProcess(cmd, exited)
-	return "", startError(fmt.Errorf("%s %s: %w", node, script, failure), output.String(), logPath)
+	e.procs = append(e.procs, cmd)
+	e.exited = append(e.exited, exited)
+	return "http://" + addr, nil
 }
 
 // Stop stops the instances. It is safe to call twice.

@@ -1,12 +1,18 @@
 package peers
 
 import (
+	"bufio"
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 )
 
 // maxOutputBytes caps what is kept of a peer's output for an error message.
@@ -73,4 +79,41 @@ func startError(failure error, output string, logs ...string) error {
 // indent prefixes every line of s with four spaces.
 func indent(s string) string {
 	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
+}
+
+// awaitListening waits for the started cmd to print "listening on ADDR" on
+// stdout, as every peer process rlbench starts does once it serves. It
+// returns the address and a channel closed when cmd exits; or, when cmd
+// exits first, ctx ends or startTimeout passes, it stops cmd and returns
+// why, with what cmd printed before (for startError).
+func awaitListening(ctx context.Context, cmd *exec.Cmd, stdout io.Reader) (addr string, exited chan struct{}, output string, err error) {
+	listening := make(chan string, 1)
+	out := &tailBuffer{} // stdout up to the listening line
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+				listening <- a
+				break
+			}
+			_, _ = out.Write([]byte(sc.Text() + "\n"))
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	exited = make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	timer := time.NewTimer(startTimeout)
+	defer timer.Stop()
+	select {
+	case a := <-listening:
+		return a, exited, "", nil
+	case <-exited:
+		err = errors.New("exited before listening")
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-timer.C:
+		err = fmt.Errorf("not listening after %v", startTimeout)
+	}
+	stopProcess(cmd, exited)
+	return "", nil, out.String(), err
 }

@@ -1,12 +1,9 @@
 package peers
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -199,36 +196,11 @@ func (p *Procs) start(ctx context.Context, spec procSpec, conf []byte, logPath s
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("start %s: %w", spec.args[0], err)
 	}
-	listening := make(chan string, 1)
-	output := &tailBuffer{} // stdout up to the listening line
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if addr, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-				listening <- addr
-				break
-			}
-			_, _ = output.Write([]byte(sc.Text() + "\n"))
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	timer := time.NewTimer(startTimeout)
-	defer timer.Stop()
-	var failure error
-	select {
-	case addr := <-listening:
-		p.procs = append(p.procs, cmd)
-		p.exited = append(p.exited, exited)
-		return "http://" + addr, nil
-	case <-exited:
-		failure = errors.New("exited before listening")
-	case <-ctx.Done():
-		failure = ctx.Err()
-	case <-timer.C:
-		failure = fmt.Errorf("not listening after %v", startTimeout)
+	addr, exited, output, err := awaitListening(ctx, cmd, stdout)
+	if err != nil {
+		return "", startError(fmt.Errorf("%s: %w", strings.Join(spec.args, " "), err), output, logPath)
 	}
-	stopProcess(cmd, exited)
-	return "", startError(fmt.Errorf("%s: %w", strings.Join(spec.args, " "), failure), output.String(), logPath)
+	p.procs = append(p.procs, cmd)
+	p.exited = append(p.exited, exited)
+	return "http://" + addr, nil
 }
