@@ -61,6 +61,9 @@
 //	                      1000000 for one on milliseconds (NGINX, Date.now()).
 //	                      Absent or 0: readers assume 1 µs
 //	                      (DefaultClockResolution).
+//	shard                 object, optional: {"index": I, "count": N}, this
+//	                      history is shard I (0-based) of a run split into N
+//	                      shards (1 <= N <= 1024); absent: the whole run.
 //	extra                 object, optional: free-form run metadata (tool
 //	                      versions, flags); readers keep it and ignore it.
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -64,6 +65,7 @@ type Header struct {
 	IdentitiesFresh    *bool          `json:"identities_fresh,omitempty"`
 	ClockSource        string         `json:"clock_source,omitempty"`
 	ClockResolutionNs  int64          `json:"clock_resolution_ns,omitempty"`
+	Shard              *Shard         `json:"shard,omitempty"`
 	Extra              map[string]any `json:"extra,omitempty"`
 }
 
@@ -82,6 +84,55 @@ const (
 	// clock (an instance rlbench started without Redis): offset 0 ± 0.
 	ClockLocal = "local"
 )
+
+// Shard names one shard of a sharded run (`rlbench run --shard I/N`): the
+// shard's Index in [0, Count) and the run's Count of shards. Every planned
+// request of the run belongs to exactly one shard; shards of one run share
+// its run_id and are checked as one history by merging them onto the
+// limiter's clock (each shard's own clock_offset_ns ± clock_uncertainty_ns).
+type Shard struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
+}
+
+// MaxShards bounds Shard.Count.
+const MaxShards = 1024
+
+// String returns the shard as "I/N".
+func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
+
+// Validate reports a shard outside 0 <= Index < Count <= MaxShards.
+func (s Shard) Validate() error {
+	if s.Count < 1 || s.Count > MaxShards {
+		return fmt.Errorf("shard count %d: want 1 to %d", s.Count, MaxShards)
+	}
+	if s.Index < 0 || s.Index >= s.Count {
+		return fmt.Errorf("shard index %d of %d: want 0 to %d", s.Index, s.Count, s.Count-1)
+	}
+	return nil
+}
+
+// ParseShard parses "I/N", the shard I (0-based, as Kubernetes numbers an
+// Indexed Job's pods in JOB_COMPLETION_INDEX) of N. Errors name the
+// expected form.
+func ParseShard(v string) (Shard, error) {
+	i, n, ok := strings.Cut(strings.TrimSpace(v), "/")
+	if !ok {
+		return Shard{}, fmt.Errorf("shard %q: want I/N, as 0/3 (shard 0 of 3)", v)
+	}
+	var s Shard
+	var err error
+	if s.Index, err = strconv.Atoi(strings.TrimSpace(i)); err != nil {
+		return Shard{}, fmt.Errorf("shard %q: index %q is not an integer: want I/N, as 0/3", v, i)
+	}
+	if s.Count, err = strconv.Atoi(strings.TrimSpace(n)); err != nil {
+		return Shard{}, fmt.Errorf("shard %q: count %q is not an integer: want I/N, as 0/3", v, n)
+	}
+	if err := s.Validate(); err != nil {
+		return Shard{}, fmt.Errorf("shard %q: %w", v, err)
+	}
+	return s, nil
+}
 
 // DefaultClockResolution is the clock resolution a reader assumes for a
 // history whose header gives none (clock_resolution_ns absent or 0): one
@@ -325,6 +376,8 @@ func (h *Header) validate() error {
 		return bad("clock_uncertainty_ns", "%d is above the accepted maximum of %d ns", h.ClockUncertaintyNs, int64(MaxTimeNs))
 	case h.ClockResolutionNs < 0 || h.ClockResolutionNs > int64(MaxClockResolution):
 		return bad("clock_resolution_ns", "%d is outside [0, %d] ns (0 for the default of 1 µs, at most one hour)", h.ClockResolutionNs, int64(MaxClockResolution))
+	case h.Shard != nil && h.Shard.Validate() != nil:
+		return bad("shard", "%v", h.Shard.Validate())
 	}
 	return nil
 }

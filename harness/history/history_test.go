@@ -279,3 +279,37 @@ func openFile(t *testing.T, path string) (io.Reader, error) {
 	t.Cleanup(func() { f.Close() })
 	return f, nil
 }
+
+func TestParseShard(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Shard
+		wantErr string
+	}{
+		{in: "0/3", want: Shard{0, 3}},
+		{in: " 2 / 3 ", want: Shard{2, 3}},
+		{in: "0/1", want: Shard{0, 1}},
+		{in: "3/3", wantErr: "want 0 to 2"},
+		{in: "-1/3", wantErr: "want 0 to 2"},
+		{in: "0/0", wantErr: "want 1 to 1024"},
+		{in: "0/1025", wantErr: "want 1 to 1024"},
+		{in: "3", wantErr: "want I/N"},
+		{in: "a/3", wantErr: "index \"a\" is not an integer"},
+		{in: "1/b", wantErr: "count \"b\" is not an integer"},
+	}
+	for _, tt := range tests {
+		got, err := ParseShard(tt.in)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("ParseShard(%q) = %v, %v; want an error containing %q", tt.in, got, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("ParseShard(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+		}
+		if got.String() != strings.TrimSpace(strings.ReplaceAll(tt.in, " ", "")) {
+			t.Errorf("%v.String() = %q", got, got.String())
+		}
+	}
+}

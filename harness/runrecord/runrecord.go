@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/rlbench/rlbench/harness/history"
 )
 
 // Schema is RunRecord.Schema for this version.
@@ -98,6 +100,9 @@ type ScenarioRecord struct {
 	// ClockOffset is the limiter's clock minus the harness's, ± ClockUncertainty.
 	ClockOffset      time.Duration `json:"clock_offset_ns"`
 	ClockUncertainty time.Duration `json:"clock_uncertainty_ns"`
+	// Shard, in a sharded run, is the shard this record's history holds
+	// (the history header's shard); nil for a whole run.
+	Shard *history.Shard `json:"shard,omitempty"`
 	// ClockSource says where ClockOffset came from: "redis_time",
 	// "http_date", "declared" (the history header's clock_source values),
 	// or ClockUnknown when nothing could measure it (ClockOffset is then 0
