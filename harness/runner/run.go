@@ -290,9 +290,9 @@ func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (*Outcome, err
 	}
 	if out.ClockSource != "" {
 		out.ClockOffset, out.ClockUncertainty = clock.Record(out.offset, uncertainty)
-	} else if r.opts.Shard != nil {
+	} else if out.Shard != nil {
 		return nil, fmt.Errorf("scenario %s: shard %s: the offset to the limiter's clock is unknown before the traffic (an external target without redis.url or target.clock), "+
-			"and the shards of a run are merged on that clock: give the scenario redis.url, the Redis whose TIME the limiter decides by, or target.clock: {offset, uncertainty}", sc.Name, r.opts.Shard)
+			"and the shards of a run are merged on that clock: give the scenario redis.url, the Redis whose TIME the limiter decides by, or target.clock: {offset, uncertainty}", sc.Name, out.Shard)
 	}
 	// An external target's offset left unknown here is measured from the
 	// Date headers of its responses while the traffic runs (fire).
@@ -531,14 +531,14 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 	start := time.Now()
 	if begin != nil {
 		var err error
-		if start, err = r.wait(ctx, sc, begin); err != nil {
+		if start, err = r.wait(ctx, sc, begin, out); err != nil {
 			return err
 		}
 		out.AgreedStart = begin.rec
 	}
 	wall := r.opts.Clock.Wall(start)
 	hdr := history.NewHeader(wall)
-	hdr.Shard = r.opts.Shard
+	hdr.Shard = out.Shard
 	hdr.Scenario = sc.Name
 	hdr.Target = strings.Join(urls, " ")
 	hdr.Instances = names

@@ -72,7 +72,7 @@ func (r *Runner) agreeStart(ctx context.Context, sc *scenarios.Scenario, rdb *re
 	if !s.Barrier {
 		p := &startPoint{wall: s.At, rec: &runrecord.AgreedStart{By: runrecord.StartAt, At: s.At.UTC(), Clock: runrecord.StartClockHost, Tolerance: tol},
 			hint: "launch the run earlier or give a later --start-at"}
-		if r.opts.Shard != nil {
+		if out.Shard != nil {
 			p.hint = "launch the shards earlier or give a later --start-at"
 		}
 		if !s.OnHost && out.ClockSource != "" {
@@ -80,7 +80,7 @@ func (r *Runner) agreeStart(ctx context.Context, sc *scenarios.Scenario, rdb *re
 		}
 		return p, nil
 	}
-	shard := r.opts.Shard
+	shard := out.Shard
 	switch {
 	case shard == nil:
 		return nil, errors.New("a barrier is where the shards of a sharded run meet: give the shard (--shard I/N)")
@@ -113,11 +113,11 @@ func (r *Runner) agreeStart(ctx context.Context, sc *scenarios.Scenario, rdb *re
 		hint: "give a longer --barrier-lead; a shard started again after the others began needs a run of its own (another --run-id)"}, nil
 }
 
-// wait waits for p on the wall clock and returns the moment the first
+// wait waits for p on the wall clock, for the run of out, and returns the moment the first
 // phase may begin (a reading of time.Now), having recorded how late it is;
 // a start reached more than the tolerance late is an error that says by
 // how much and how to avoid it.
-func (r *Runner) wait(ctx context.Context, sc *scenarios.Scenario, p *startPoint) (time.Time, error) {
+func (r *Runner) wait(ctx context.Context, sc *scenarios.Scenario, p *startPoint, out *Outcome) (time.Time, error) {
 	if d := p.wall.Sub(r.opts.Clock.Now()); d > 0 {
 		r.logf("%s: starting at %s (%s clock), in %v", sc.Name, p.rec.At.Format(time.RFC3339Nano), p.rec.Clock, d.Round(time.Millisecond))
 	}
@@ -125,7 +125,7 @@ func (r *Runner) wait(ctx context.Context, sc *scenarios.Scenario, p *startPoint
 	now := time.Now()
 	if le := (*shardsync.LateError)(nil); errors.As(err, &le) {
 		// The start as it was agreed, on its own clock.
-		return time.Time{}, fmt.Errorf("%s %w: %s", r.self(), &shardsync.LateError{At: p.rec.At, Late: le.Late, Tolerance: le.Tolerance}, p.hint)
+		return time.Time{}, fmt.Errorf("%s %w: %s", self(out), &shardsync.LateError{At: p.rec.At, Late: le.Late, Tolerance: le.Tolerance}, p.hint)
 	}
 	if err != nil {
 		return time.Time{}, err
@@ -134,11 +134,11 @@ func (r *Runner) wait(ctx context.Context, sc *scenarios.Scenario, p *startPoint
 	return now, nil
 }
 
-// self names the run in a message: "shard 2/3" of a sharded run, else
-// "this run".
-func (r *Runner) self() string {
-	if r.opts.Shard == nil {
+// self names the run of out in a message: "shard 2/3" of a sharded run,
+// else "this run".
+func self(out *Outcome) string {
+	if out.Shard == nil {
 		return "this run"
 	}
-	return "shard " + r.opts.Shard.String()
+	return "shard " + out.Shard.String()
 }
