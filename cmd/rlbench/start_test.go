@@ -115,7 +115,7 @@ func TestRunStartAt(t *testing.T) {
 
 	out := t.TempDir()
 	at := time.Now().Add(5 * time.Second).UTC()
-	code, output := rlbenchRun(t, bin, "run", "--out", out, "--start-at", at.Format(time.RFC3339Nano), "--clock-skew", "7s", "--clock-uncertainty-floor", "2ms", sc)
+	code, output := rlbenchRun(t, bin, "run", "--out", out, "--start-at", at.Format(time.RFC3339Nano), "--start-tolerance", "500ms", "--clock-skew", "7s", "--clock-uncertainty-floor", "2ms", sc)
 	if code != exitOK {
 		t.Fatalf("exit %d, want 0:\n%s", code, output)
 	}

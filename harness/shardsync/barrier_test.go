@@ -55,7 +55,7 @@ func TestKey(t *testing.T) {
 func TestMeetThreeShards(t *testing.T) {
 	rdb := newRedis(t)
 	ctx := context.Background()
-	const lead = 300 * time.Millisecond
+	const lead = time.Second
 	key := Key("0a1b2c3d", "meet")
 	before, err := rdb.Time(ctx).Result()
 	if err != nil {
