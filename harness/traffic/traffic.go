@@ -10,6 +10,11 @@
 // whose clients honour Retry-After, and the Retry-After probe, drive net/http
 // themselves because each client's sends depend on its earlier answers.
 //
+// Every phase's requests are planned up front from the scenario's seed
+// (Plan), so a run can fire one shard of a sharded run (Config.Shard): the
+// requests of the plan that shard owns, each at the time the whole plan
+// gives it, so that several load generators together send the plan once.
+//
 // Latency is kept in HDR histograms twice: from the actual send and from the
 // intended send, so that a generator that falls behind its schedule shows
 // the delay (coordinated omission) instead of hiding it. A 429 is an
