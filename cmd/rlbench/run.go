@@ -36,6 +36,7 @@ type runFlags struct {
 	claims                                 listFlag
 	failOnSkip                             bool
 	start                                  startFlags
+	shard                                  shardFlag
 }
 
 func (f *runFlags) flagSet() *flag.FlagSet {
@@ -49,6 +50,8 @@ func (f *runFlags) flagSet() *flag.FlagSet {
 	fs.Var(&f.claims, "claim", "hold the route to the limit in `ROUTE=SPEC` (as in /api/items=gcra:9/1m,burst=9) instead of "+
 		"the scenario's policies, or the keys of an identity group with GROUP=SPEC (free=gcra:600/1m,burst=100); "+
 		"repeat for several limits. The instances still enforce the scenario's: this checks another promise")
+	fs.Var(&f.shard, "shard", "fire shard `I/N` of a sharded run: shard I (from 0) of N, or with I alone of the scenario's shards.count; "+
+		"every shard of the run takes the same --run-id (see Sharded runs above)")
 	fs.BoolVar(&f.failOnSkip, "fail-on-skip", false, "make a skipped scenario (a peer limiter not installed) fail the run with exit code 3, for a CI gate that must run every scenario")
 	f.start.register(fs)
 	return fs
@@ -73,6 +76,18 @@ A scenario whose peer limiter is not installed (scenarios/peers/) is reported
 as skipped, with how to install it, and counts as neither pass nor failure
 unless --fail-on-skip is given. The last line counts the scenarios: "Verdict:
 pass. 12 scenarios: 9 passed, 3 skipped."
+
+Sharded runs: with --shard I/N the run fires shard I of N of each
+scenario, so that N load generators (hosts) fire its traffic together,
+every planned request exactly once. A request belongs to the shard of its
+identity (identity index mod N); a request of an identity the scenario's
+shards.spread names (the hot key, a group) to the shard of its place in
+its phase (k mod N); the Retry-After probe to shard 0. Each shard sends
+its requests at the times the whole run plans them, and its checks count
+its own share. Every shard takes the same --run-id, so that all send the
+same identities. A scenario with faults, or whose instances rlbench starts
+without a Redis every shard reaches (--redis-provider external), cannot be
+sharded.
 
 --start-at and --barrier start the shards of a sharded run together: each
 provisions its scenario, measures its offset to the limiter's clock (Redis
@@ -122,6 +137,9 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return usagef("--run-id: %v", err)
 	}
+	if f.shard.s != nil && runID == "" {
+		return usagef("--shard %s needs --run-id: the shards of one run send the same identities only under one run id; give every shard the same, such as --run-id %s", &f.shard, scenarios.NewRunID())
+	}
 	claimed, groupClaimed := map[string][]limiter.Limit{}, map[string][]limiter.Limit{}
 	for _, claim := range f.claims {
 		at, spec, ok := strings.Cut(claim, "=")
@@ -154,20 +172,25 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 			return usagef("--claim %s=...: no scenario of this run has an identity group %s (a route starts with /)", group, group)
 		}
 	}
-	start, clock, err := f.start.options(f.runID != "", len(scs), fs)
+	start, clock, err := f.start.options(f.shard.s != nil, len(scs), fs)
 	if err != nil {
 		return err
+	}
+	r := runner.New(runner.Options{
+		OutDir: f.out, Binary: f.binary, Provider: provider, RedisURL: f.redisURL, Claims: claimed, GroupClaims: groupClaimed, RunID: runID,
+		Shard: f.shard.s, Progress: c.stderr, Log: c.stderr, Interactive: progress.Interactive(c.stderr),
+		Start: start, Clock: clock,
+	})
+	for _, sc := range scs {
+		if _, err := r.Shard(sc); err != nil {
+			return usagef("--shard %s: %v", &f.shard, err)
+		}
 	}
 	lock, err := outdir.Acquire(f.out) // one run at a time writes into --out
 	if err != nil {
 		return err
 	}
 	defer lock.Release()
-	r := runner.New(runner.Options{
-		OutDir: f.out, Binary: f.binary, Provider: provider, RedisURL: f.redisURL, Claims: claimed, GroupClaims: groupClaimed, RunID: runID,
-		Progress: c.stderr, Log: c.stderr, Interactive: progress.Interactive(c.stderr),
-		Start: start, Clock: clock,
-	})
 	begun := time.Now()
 	summary := checker.NewSummary(begun)
 	record := &runrecord.RunRecord{Schema: runrecord.Schema, Meta: runrecord.NewMeta(Version(), Commit(), begun)}
@@ -274,9 +297,10 @@ func (f *startFlags) register(fs *flag.FlagSet) {
 }
 
 // options returns the runner's Start and HostClock for the flags, given
-// whether --run-id was given and how many scenarios the run has; fs tells
-// which flags were set. Errors are usage errors naming the flag.
-func (f *startFlags) options(runID bool, scenarios int, fs *flag.FlagSet) (runner.Start, runner.HostClock, error) {
+// whether --shard was given (which needs --run-id) and how many scenarios
+// the run has; fs tells which flags were set. Errors are usage errors
+// naming the flag.
+func (f *startFlags) options(shard bool, scenarios int, fs *flag.FlagSet) (runner.Start, runner.HostClock, error) {
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	clock := runner.HostClock{Skew: f.skew, Misreport: f.misreport, UncertaintyFloor: f.uncertaintyFloor}
@@ -292,8 +316,8 @@ func (f *startFlags) options(runID bool, scenarios int, fs *flag.FlagSet) (runne
 		return s, clock, usagef("--barrier-timeout %v: want a positive duration, as 2m", f.timeout)
 	case f.barrier && f.at != "":
 		return s, clock, usagef("--barrier and --start-at each fix the start: give one")
-	case f.barrier && !runID:
-		return s, clock, usagef("--barrier: the shards meet under their run id: give every shard the same --run-id (eight hex digits, as 0a1b2c3d)")
+	case f.barrier && !shard:
+		return s, clock, usagef("--barrier: a barrier is where the shards of a sharded run meet: give each its --shard I/N")
 	case !f.barrier && (set["barrier-lead"] || set["barrier-timeout"]):
 		return s, clock, usagef("--barrier-lead and --barrier-timeout are for a start agreed at a barrier: add --barrier")
 	case !f.barrier && f.at == "" && set["start-tolerance"]:

@@ -26,12 +26,12 @@ func TestStartFlagsUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"barrier and start-at", []string{"--barrier", "--run-id", "0a1b2c3d", "--start-at", "+5s", "quickstart"}, "--barrier and --start-at each fix the start: give one"},
-		{"barrier without run id", []string{"--barrier", "quickstart"}, "give every shard the same --run-id"},
+		{"barrier and start-at", []string{"--barrier", "--shard", "0/2", "--run-id", "0a1b2c3d", "--start-at", "+5s", "quickstart"}, "--barrier and --start-at each fix the start: give one"},
+		{"barrier without shard", []string{"--barrier", "--run-id", "0a1b2c3d", "quickstart"}, "--barrier: a barrier is where the shards of a sharded run meet: give each its --shard I/N"},
 		{"lead without barrier", []string{"--barrier-lead", "1s", "quickstart"}, "add --barrier"},
 		{"tolerance alone", []string{"--start-tolerance", "10ms", "quickstart"}, "add one"},
 		{"zero tolerance", []string{"--start-at", "+5s", "--start-tolerance", "0s", "quickstart"}, "--start-tolerance 0s: want a positive duration"},
-		{"zero lead", []string{"--barrier", "--run-id", "0a1b2c3d", "--barrier-lead", "0s", "quickstart"}, "--barrier-lead 0s: want a positive duration"},
+		{"zero lead", []string{"--barrier", "--shard", "0/2", "--run-id", "0a1b2c3d", "--barrier-lead", "0s", "quickstart"}, "--barrier-lead 0s: want a positive duration"},
 		{"negative floor", []string{"--clock-uncertainty-floor", "-1ms", "quickstart"}, "--clock-uncertainty-floor -1ms"},
 		{"not a time", []string{"--start-at", "noon", "quickstart"}, `--start-at "noon": want an RFC 3339 time with fractional seconds`},
 		{"no fraction, no zone", []string{"--start-at", "2025-06-01T12:00:00", "quickstart"}, "want an RFC 3339 time"},

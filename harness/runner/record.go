@@ -133,7 +133,7 @@ func phaseRecord(p *traffic.PhaseStats) runrecord.PhaseRecord {
 			pr.Bursts = append(pr.Bursts, br)
 		}
 	}
-	if p.Kind == scenarios.RetryAfterProbe {
+	if p.Kind == scenarios.RetryAfterProbe && p.Planned > 0 { // none: another shard's probe
 		pr.Probe = &runrecord.ProbeRecord{Rejected: p.ProbeRejected, Retried: p.ProbeRetried, Admitted: p.ProbeAdmitted, Wait: p.ProbeWait}
 	}
 	return pr

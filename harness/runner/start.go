@@ -33,7 +33,7 @@ type Start struct {
 	// barrier in the scenario's Redis (shardsync.Barrier), under the run's
 	// id, and begin at the start the last to arrive fixes on Redis's
 	// clock, mapped onto this host's through the offset to it. It needs
-	// Options.Shard, Options.RunID and a Redis the shards share.
+	// Options.Shard (and so Options.RunID) and a Redis the shards share.
 	Barrier bool
 	// Lead and Timeout are the barrier's (shardsync.Barrier).
 	Lead, Timeout time.Duration
@@ -84,8 +84,6 @@ func (r *Runner) agreeStart(ctx context.Context, sc *scenarios.Scenario, rdb *re
 	switch {
 	case shard == nil:
 		return nil, errors.New("a barrier is where the shards of a sharded run meet: give the shard (--shard I/N)")
-	case r.opts.RunID == "":
-		return nil, fmt.Errorf("shard %s: the shards meet under their run's id: give every shard the same --run-id", shard)
 	case rdb == nil:
 		return nil, fmt.Errorf("shard %s: the scenario has no Redis for the shards to meet in: give its redis.url, or --redis-provider external --redis-url URL", shard)
 	case out.Redis.Provider != string(scenarios.ProviderExternal):

@@ -88,7 +88,7 @@ func TestStartAtLate(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			at := time.Now().Add(-1200 * time.Millisecond)
-			_, err := New(Options{OutDir: t.TempDir(), Shard: tt.shard, Start: Start{At: at}}).Run(context.Background(), sc)
+			_, err := New(Options{OutDir: t.TempDir(), RunID: "0a1b2c3d", Shard: tt.shard, Start: Start{At: at}}).Run(context.Background(), sc)
 			var le *shardsync.LateError
 			if !errors.As(err, &le) {
 				t.Fatalf("Run error = %v, want a *shardsync.LateError", err)
@@ -110,7 +110,7 @@ func TestStartAtLate(t *testing.T) {
 // a whole run.
 func TestShardNeedsKnownClock(t *testing.T) {
 	sc := externalTarget(t, false)
-	_, err := New(Options{OutDir: t.TempDir(), Shard: &history.Shard{Index: 1, Count: 2}}).Run(context.Background(), sc)
+	_, err := New(Options{OutDir: t.TempDir(), RunID: "0a1b2c3d", Shard: &history.Shard{Index: 1, Count: 2}}).Run(context.Background(), sc)
 	if err == nil || !strings.Contains(err.Error(), "shard 1/2: the offset to the limiter's clock is unknown before the traffic") ||
 		!strings.Contains(err.Error(), "give the scenario redis.url") {
 		t.Fatalf("Run error = %v, want one saying the offset is unknown and how to know it", err)
@@ -125,7 +125,28 @@ func TestShardNeedsKnownClock(t *testing.T) {
 // Redis's clock, each within the tolerance (wide: a busy test machine
 // wakes a sleeper late), each history naming its shard.
 func TestBarrierShards(t *testing.T) {
-	sc := externalTarget(t, true)
+	srv := httptest.NewServer(&aheadWindow{window: 5 * time.Second, limit: 5, counts: map[string]int{}})
+	defer srv.Close()
+	// Three identities, one a shard, thirty requests among them.
+	sc, err := scenarios.Parse("shards.yaml", []byte(`name: shards
+description: three shards of thirty requests at once
+redis: {provider: external, url: "`+redistest.StartForTest(t).URL()+`"}
+target:
+  external: [`+srv.URL+`]
+  routes:
+    - path: /api/items
+      policies: ["fixed_window:5/5s"]
+identities:
+  count: 3
+traffic:
+  - {kind: burst, name: thirty, requests: 30}
+checks:
+  budget: {max_excess: 0}
+  headers: false
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
 	const n = 3
 	run := scenarios.NewRunID()
 	outs, errs, dirs := make([]*Outcome, n), make([]error, n), make([]string, n)
@@ -177,7 +198,6 @@ func TestBarrierNeeds(t *testing.T) {
 		want string
 	}{
 		{"no shard", withRedis, Options{RunID: "0a1b2c3d"}, "give the shard (--shard I/N)"},
-		{"no run id", withRedis, Options{Shard: shard}, "give every shard the same --run-id"},
 		{"no redis", without, Options{Shard: shard, RunID: "0a1b2c3d"}, "the scenario has no Redis for the shards to meet in"},
 		{"own redis", withRedis, Options{Shard: shard, RunID: "0a1b2c3d", Provider: scenarios.ProviderProcess}, "this one's (provider process) is its own"},
 	} {
