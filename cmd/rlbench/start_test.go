@@ -51,6 +51,32 @@ func TestStartFlagsUsage(t *testing.T) {
 	}
 }
 
+// TestShardUnknownClockUsage: a shard of an external target whose offset
+// to the limiter's clock only the traffic could tell is refused with exit
+// 2, before anything runs, saying how to make it known.
+func TestShardUnknownClockUsage(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "no-clock.yaml")
+	src := "name: no-clock\ndescription: an external target without redis.url or target.clock\ntarget:\n  external: [http://127.0.0.1:9]\n" +
+		"  routes:\n    - {path: /a, policies: [\"gcra:10/1s,burst=10\"]}\nidentities: {count: 2}\ntraffic:\n  - {kind: burst, requests: 2}\n"
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	out := filepath.Join(dir, "out")
+	if code := run(context.Background(), []string{"run", "--out", out, "--shard", "0/2", "--run-id", "0a1b2c3d", path}, &stderr); code != exitInvalid {
+		t.Fatalf("exit %d, want %d:\n%s", code, exitInvalid, stderr.String())
+	}
+	for _, want := range []string{"--shard 0/2: scenario no-clock: the offset to the limiter's clock is unknown before the traffic", "give the scenario redis.url"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("the run wrote %s before refusing", out)
+	}
+}
+
 func TestParseStartAt(t *testing.T) {
 	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 	for _, tt := range []struct {

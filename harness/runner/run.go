@@ -279,28 +279,19 @@ func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (*Outcome, err
 	// Until measured, the limiter is taken to read this host's clock.
 	out.offset = clock.Offset(0)
 	uncertainty := time.Duration(0)
-	switch {
-	case sc.Target.Clock != nil:
-		out.offset, uncertainty, out.ClockSource = clock.Offset(sc.Target.Clock.Offset), sc.Target.Clock.Uncertainty, history.ClockDeclared
-	case rdb != nil:
-		// The limiter's Redis, started by rlbench or given by an external
-		// target's redis.url: its TIME is the clock a limiter on it decides by.
+	switch out.ClockSource = limiterClock(sc, rdb != nil); out.ClockSource {
+	case history.ClockDeclared:
+		out.offset, uncertainty = clock.Offset(sc.Target.Clock.Offset), sc.Target.Clock.Uncertainty
+	case history.ClockRedisTime:
 		out.offset, uncertainty, err = clock.MeasureOffset(ctx, func(ctx context.Context) (time.Time, error) {
 			return rdb.Time(ctx).Result()
 		})
 		if err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}
-		out.ClockSource = history.ClockRedisTime
-	case len(sc.Target.External) == 0:
-		// Instances rlbench started without Redis read this host's clock.
-		out.ClockSource = history.ClockLocal
 	}
 	if out.ClockSource != "" {
 		out.ClockOffset, out.ClockUncertainty = clock.Record(out.offset, uncertainty)
-	} else if out.Shard != nil {
-		return nil, fmt.Errorf("scenario %s: shard %s: the offset to the limiter's clock is unknown before the traffic (an external target without redis.url or target.clock), "+
-			"and the shards of a run are merged on that clock: give the scenario redis.url, the Redis whose TIME the limiter decides by, or target.clock: {offset, uncertainty}", sc.Name, out.Shard)
 	}
 	// An external target's offset left unknown here is measured from the
 	// Date headers of its responses while the traffic runs (fire).
@@ -338,6 +329,26 @@ func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (*Outcome, err
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 	return out, nil
+}
+
+// limiterClock says where a run of sc, with a Redis or none, takes its
+// offset to the limiter's clock from before the traffic: the offset the
+// scenario declares (history.ClockDeclared); the limiter's Redis, started
+// by rlbench or given by an external target's redis.url, whose TIME is the
+// clock a limiter on it decides by (ClockRedisTime); this host's clock,
+// which instances rlbench started without Redis read (ClockLocal); or ""
+// for an external target without either, whose offset only the Date
+// headers of its responses can tell, while the traffic runs.
+func limiterClock(sc *scenarios.Scenario, redis bool) string {
+	switch {
+	case sc.Target.Clock != nil:
+		return history.ClockDeclared
+	case redis:
+		return history.ClockRedisTime
+	case len(sc.Target.External) == 0:
+		return history.ClockLocal
+	}
+	return ""
 }
 
 // scanKeys records the keys of the Redis behind rdb that have no TTL.

@@ -106,12 +106,16 @@ func TestStartAtLate(t *testing.T) {
 }
 
 // TestShardNeedsKnownClock: a shard refuses a scenario whose offset to the
-// limiter's clock is unknown before the traffic; the same scenario runs as
-// a whole run.
+// limiter's clock is unknown before the traffic (Shard says so before
+// anything starts); the same scenario runs as a whole run.
 func TestShardNeedsKnownClock(t *testing.T) {
 	sc := externalTarget(t, false)
-	_, err := New(Options{OutDir: t.TempDir(), RunID: "0a1b2c3d", Shard: &history.Shard{Index: 1, Count: 2}}).Run(context.Background(), sc)
-	if err == nil || !strings.Contains(err.Error(), "shard 1/2: the offset to the limiter's clock is unknown before the traffic") ||
+	r := New(Options{OutDir: t.TempDir(), RunID: "0a1b2c3d", Shard: &history.Shard{Index: 1, Count: 2}})
+	if _, err := r.Shard(sc); err == nil {
+		t.Error("Shard: no error for a scenario without a known clock")
+	}
+	_, err := r.Run(context.Background(), sc)
+	if err == nil || !strings.Contains(err.Error(), "scenario ahead: the offset to the limiter's clock is unknown before the traffic") ||
 		!strings.Contains(err.Error(), "give the scenario redis.url") {
 		t.Fatalf("Run error = %v, want one saying the offset is unknown and how to know it", err)
 	}
