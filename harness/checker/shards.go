@@ -108,7 +108,8 @@ type ShardedReport struct {
 // (load-delivered, history-complete, max-latency, latency-overhead,
 // retry-after-probe, fault-injected, key-ttl, redis-connections) judge each
 // shard's own requests and run.json entry, as CheckRun does for a whole
-// run: each appears once per shard, its scope led by the shard ("shard
+// run (a Retry-After probe phase that planned no request on a shard is
+// left out of that shard's): each appears once per shard, its scope led by the shard ("shard
 // 1/3"), its proof on the merged clock and ids. Each shard's calibration,
 // its clock offset with its uncertainty and source, where the merge placed
 // it and its load generator's ceiling, is a note of the report and a
@@ -128,8 +129,6 @@ func CheckShards(shards []ShardRun, opts ShardOptions) (*ShardedReport, error) {
 	}
 	inputs := make([]history.ShardSource, len(shards))
 	readers := make([]*history.Reader, len(shards))
-	// The checks on each shard's run see its own records as it wrote them.
-	timings := make([]*timings, len(shards))
 	for i, sh := range shards {
 		rec := sh.Record
 		if rec.Error != "" {
@@ -164,8 +163,7 @@ func CheckShards(shards []ShardRun, opts ShardOptions) (*ShardedReport, error) {
 				h.ClockSource = rec.ClockSource
 			}
 		}
-		timings[i] = newTimings(rec)
-		inputs[i] = history.ShardSource{Name: path, Source: observed{withHeader{r, h}, timings[i].add}}
+		inputs[i] = history.ShardSource{Name: path, Source: withHeader{r, h}}
 		readers[i] = r
 	}
 	merge, err := history.NewMerge(inputs, history.MergeConfig{AllowMissing: opts.AllowMissing})
@@ -207,6 +205,23 @@ func CheckShards(shards []ShardRun, opts ShardOptions) (*ShardedReport, error) {
 		defer w.Close()
 		src = teed{src, w}
 	}
+	// The checks on each shard's run see its own records, on the merged
+	// clock and ids (as the merged history and the report drawn from it
+	// have them) but not widened: latencies and lags as the shard measured
+	// them.
+	timings := make([]*timings, len(placed))
+	byIndex := make(map[int]int, len(placed))
+	for k, p := range placed {
+		timings[k] = newTimings(recs[k])
+		byIndex[p.Shard.Index] = k
+	}
+	src = observed{src, func(r *history.Record) {
+		k := byIndex[r.Shard.Index]
+		u := placed[k].UncertaintyNs
+		r.SentNs, r.ReceivedNs = r.SentNs+u, r.ReceivedNs-u
+		timings[k].add(r)
+		r.SentNs, r.ReceivedNs = r.SentNs-u, r.ReceivedNs+u
+	}}
 	zero := time.Duration(0)
 	src, p := fromRecord(src, &merged, Policy{ClockOffset: &zero})
 	rep, err := Check(src, p)
@@ -222,16 +237,23 @@ func CheckShards(shards []ShardRun, opts ShardOptions) (*ShardedReport, error) {
 	probeKeys := map[string]struct{}{}
 	for k, pl := range placed {
 		merged.Shards[k].Records = pl.Records
-		t := timings[runOf[k]]
+		t := timings[k]
+		// A probe phase that planned no request on this shard was another
+		// shard's to run: it has no verdict here.
+		notHere := map[string]bool{}
+		for _, ph := range recs[k].Phases {
+			if ph.Kind == runrecord.PhaseRetryAfterProbe && ph.Planned == 0 && ph.Probe == nil {
+				notHere[ph.Name] = true
+			}
+		}
 		for _, res := range t.results(recs[k]) {
-			// Proofs on the merged clock and ids, as the merged history
-			// (and the report drawn from it) has them.
+			if res.Name == CheckProbe && notHere[res.Scope] {
+				continue
+			}
 			res.Scope = strings.TrimSpace("shard " + pl.Shard.String() + " " + res.Scope)
-			if pr := res.Proof; pr != nil {
+			if pr := res.Proof; pr != nil && res.Name == CheckConnections {
+				// Redis was sampled on the shard's clock.
 				pr.FromNs, pr.ToNs = pr.FromNs+pl.ShiftNs, pr.ToNs+pl.ShiftNs
-				for j, id := range pr.RequestIDs {
-					pr.RequestIDs[j] = history.MergedID(id, pl.Shard)
-				}
 			}
 			rep.Results = append(rep.Results, res)
 		}

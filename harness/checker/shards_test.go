@@ -292,6 +292,12 @@ func TestShardsRunChecks(t *testing.T) {
 			if s == 2 { // the generator of shard 2 fell behind: 20 sent of 40 planned
 				rec.Phases[0].Planned = 40
 			}
+			// The Retry-After probe ran on shard 0 alone.
+			probe := runrecord.PhaseRecord{Name: "probe", Kind: runrecord.PhaseRetryAfterProbe}
+			if s == 0 {
+				probe.Planned, probe.Probe = 3, &runrecord.ProbeRecord{Rejected: true, Retried: true, Admitted: true, Wait: time.Second}
+			}
+			rec.Phases = append(rec.Phases, probe)
 		})
 	var merged bytes.Buffer
 	rep, err := checkShardDirs(t, dirs, ShardOptions{History: &merged})
@@ -313,6 +319,7 @@ func TestShardsRunChecks(t *testing.T) {
 		{CheckLoadDelivered, "shard 0/3", Pass, StatusPass},
 		{CheckHistoryComplete, "shard 0/3", Pass, StatusPass},
 		{CheckMaxLatency, "shard 0/3", Pass, StatusPass},
+		{CheckProbe, "shard 0/3 probe", Pass, StatusPass},
 		{CheckLoadDelivered, "shard 1/3", Pass, StatusPass},
 		{CheckHistoryComplete, "shard 1/3", Pass, StatusPass},
 		{CheckMaxLatency, "shard 1/3", Fail, StatusFail},

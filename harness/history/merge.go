@@ -35,7 +35,7 @@ func (e *MissingShardsError) Error() string {
 	if len(names) > 1 {
 		what = "shards " + strings.Join(names, ", ") + " are"
 	}
-	return fmt.Sprintf("%s missing: give every shard's history (a partial set can be merged, and says so, with AllowMissing)", what)
+	return fmt.Sprintf("%s missing: a run of %d shards is checked from all %d", what, e.Count, e.Count)
 }
 
 // Unwrap returns ErrShards.
@@ -375,7 +375,7 @@ func (m *Merge) mapRecord(i int, r *Record) error {
 		return &FormatError{File: s.Name, Line: m.line(i), Field: "id", Err: fmt.Errorf("record %d of shard %s: too large to be numbered uniquely across %d shards", r.ID, s.Shard, n)}
 	}
 	id := r.ID
-	r.ID = MergedID(id, s.Shard)
+	r.ID = mergedID(id, s.Shard)
 	r.IntendedNs += s.ShiftNs
 	r.SentNs += s.ShiftNs - s.UncertaintyNs
 	r.ReceivedNs += s.ShiftNs + s.UncertaintyNs
@@ -389,10 +389,10 @@ func (m *Merge) mapRecord(i int, r *Record) error {
 	return nil
 }
 
-// MergedID is the id in a merged history of the record id of shard s:
+// mergedID is the id in a merged history of the record id of shard s:
 // (id − 1)·N + I + 1 for shard I of N, unique across the shards. It wraps
 // around for an id above (2^64 − I − 1)/N + 1, which Merge refuses.
-func MergedID(id uint64, s Shard) uint64 {
+func mergedID(id uint64, s Shard) uint64 {
 	return (id-1)*uint64(s.Count) + uint64(s.Index) + 1
 }
 
