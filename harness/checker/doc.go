@@ -238,10 +238,14 @@
 // two shards may seem packed closer than they were (a budget's excess, a
 // window's extra admission) or further apart (a rejection that seems
 // false). An offset error within the uncertainty cannot do it. The
-// offset's uncertainty must therefore bound its error: Redis TIME's is
-// half the shortest round trip of the measurement, exact when the clock
-// does not step during the run; a declared offset's is what the scenario
-// declares.
+// uncertainty must therefore bound the error: measured on Redis TIME it is
+// half the shortest round trip, which bounds the offset when it was
+// measured; a host clock that drifts or steps during the run moves the
+// offset beyond it, and a declared offset's is what the scenario declares.
+// With identities split by shard, each key's requests come from one
+// shard and move together, so that a shard's offset error can only matter
+// for a key whose requests several shards send (a spread identity) and
+// for windows aligned on the limiter's clock.
 //
 // # Policies, read independently
 //

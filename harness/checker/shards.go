@@ -108,8 +108,8 @@ type ShardedReport struct {
 // (load-delivered, history-complete, max-latency, latency-overhead,
 // retry-after-probe, fault-injected, key-ttl, redis-connections) judge each
 // shard's own requests and run.json entry, as CheckRun does for a whole
-// run (a Retry-After probe phase that planned no request on a shard is
-// left out of that shard's): each appears once per shard, its scope led by the shard ("shard
+// run (a Retry-After probe that another shard ran has no verdict on
+// this one's): each appears once per shard, its scope led by the shard ("shard
 // 1/3"), its proof on the merged clock and ids. Each shard's calibration,
 // its clock offset with its uncertainty and source, where the merge placed
 // it and its load generator's ceiling, is a note of the report and a
@@ -170,20 +170,11 @@ func CheckShards(shards []ShardRun, opts ShardOptions) (*ShardedReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	placed := merge.Shards()
-	// placed is in order of shard index: find each shard's run.
-	runOf := make([]int, len(placed))
-	for k, p := range placed {
-		for i := range inputs {
-			if inputs[i].Name == p.Name {
-				runOf[k] = i
-			}
-		}
-	}
+	placed := merge.Shards() // in order of shard index
 	recs := make([]*runrecord.ScenarioRecord, len(placed))
 	calib := make([]runrecord.ShardRecord, len(placed))
 	for k, p := range placed {
-		sh := shards[runOf[k]]
+		sh := shards[p.Input]
 		recs[k] = sh.Record
 		calib[k] = runrecord.ShardRecord{
 			Shard: p.Shard, Dir: sh.Dir, History: sh.Record.History, Hostname: sh.Meta.Hostname, Start: p.Header.Start.UTC(),
@@ -238,18 +229,7 @@ func CheckShards(shards []ShardRun, opts ShardOptions) (*ShardedReport, error) {
 	for k, pl := range placed {
 		merged.Shards[k].Records = pl.Records
 		t := timings[k]
-		// A probe phase that planned no request on this shard was another
-		// shard's to run: it has no verdict here.
-		notHere := map[string]bool{}
-		for _, ph := range recs[k].Phases {
-			if ph.Kind == runrecord.PhaseRetryAfterProbe && ph.Planned == 0 && ph.Probe == nil {
-				notHere[ph.Name] = true
-			}
-		}
 		for _, res := range t.results(recs[k]) {
-			if res.Name == CheckProbe && notHere[res.Scope] {
-				continue
-			}
 			res.Scope = strings.TrimSpace("shard " + pl.Shard.String() + " " + res.Scope)
 			if pr := res.Proof; pr != nil && res.Name == CheckConnections {
 				// Redis was sampled on the shard's clock.

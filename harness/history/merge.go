@@ -59,7 +59,10 @@ type MergeConfig struct {
 // MergedShard is one shard of a Merge: which shard it is, its file, its
 // header, and how its times map onto the merged history's clock.
 type MergedShard struct {
-	Shard  Shard
+	Shard Shard
+	// Input is the shard's place among NewMerge's shards, Name its name
+	// there.
+	Input  int
 	Name   string
 	Header Header
 	// ShiftNs is added to each of the shard's times: its start plus its
@@ -138,7 +141,7 @@ func NewMerge(shards []ShardSource, cfg MergeConfig) (*Merge, error) {
 		return fmt.Errorf("%w: "+format, append([]any{ErrShards}, args...)...)
 	}
 	m := &Merge{}
-	for _, in := range shards {
+	for i, in := range shards {
 		h := in.Source.Header()
 		name := orUnnamed(in.Name)
 		switch {
@@ -151,7 +154,7 @@ func NewMerge(shards []ShardSource, cfg MergeConfig) (*Merge, error) {
 		case h.RunID == "":
 			return nil, bad("%s (shard %s) has no run_id: the shards of one run are tied by their run id (rlbench run --shard I/N --run-id ID)", name, h.Shard)
 		}
-		m.shards = append(m.shards, MergedShard{Shard: *h.Shard, Name: in.Name, Header: h, UncertaintyNs: h.ClockUncertaintyNs})
+		m.shards = append(m.shards, MergedShard{Shard: *h.Shard, Input: i, Name: in.Name, Header: h, UncertaintyNs: h.ClockUncertaintyNs})
 		m.srcs = append(m.srcs, in.Source)
 	}
 	first := &m.shards[0]

@@ -104,8 +104,8 @@ func TestMerge(t *testing.T) {
 	}
 	shifts := []int64{1_000_000, 3_000_000, 0} // ns, by shard index
 	for _, s := range m.Shards() {
-		if s.ShiftNs != shifts[s.Shard.Index] {
-			t.Errorf("shard %s shift = %d, want %d", s.Shard, s.ShiftNs, shifts[s.Shard.Index])
+		if s.ShiftNs != shifts[s.Shard.Index] || in[s.Input].Name != fmt.Sprintf("shard-%d.jsonl.gz", s.Shard.Index) {
+			t.Errorf("shard %s: input %d (%s), shift %d; want its own input, shift %d", s.Shard, s.Input, in[s.Input].Name, s.ShiftNs, shifts[s.Shard.Index])
 		}
 	}
 	got := readAll(t, m)
