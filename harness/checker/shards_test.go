@@ -265,6 +265,12 @@ func TestShardsOffsetError(t *testing.T) {
 			if res := result(t, rep.Report, CheckFalseRejections); res.Verdict != Pass {
 				t.Errorf("false rejections = %s: %s", res.Verdict, res.Explanation)
 			}
+			// Windows on the limiter's clock: the note says how the merge
+			// placed them, not the merged header's offset of 0 ± 0.
+			notes := strings.Join(rep.Notes, "\n")
+			if windows := strings.HasPrefix(tt.policy, "fixed_window"); windows != strings.Contains(notes, "the merged history is on the limiter's clock") || strings.Contains(notes, "limiter clock offset 0s ± 0s") {
+				t.Errorf("clock notes:\n%s", notes)
+			}
 		})
 	}
 }
