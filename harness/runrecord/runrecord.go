@@ -124,8 +124,14 @@ type ScenarioRecord struct {
 	// AgreedStart is the start the scenario's first phase waited for, and
 	// how late it began; nil when it began as soon as it was set up.
 	AgreedStart *AgreedStart `json:"agreed_start,omitempty"`
+	// Shards, in the record of a run merged from the shards of a sharded
+	// run (MergeShards), are its shards in order of index: where each
+	// was, how its clock was placed on the limiter's, its load generator's
+	// ceiling. History is then the merged history. Nil otherwise.
+	Shards []ShardRecord `json:"shards,omitempty"`
 	// ClockSource says where ClockOffset came from: "redis_time",
 	// "http_date", "declared" (the history header's clock_source values),
+	// ClockShards for a merged run whose shards' sources differ,
 	// or ClockUnknown when nothing could measure it (ClockOffset is then 0
 	// and means nothing). Empty in a record written before it was
 	// recorded; see ClockKnown.
