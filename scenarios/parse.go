@@ -196,6 +196,6 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	if v.err != nil {
 		return nil, v.err
 	}
-	s.Source = file
+	s.Source, s.Text = file, data
 	return s, nil
 }

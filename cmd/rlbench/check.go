@@ -370,7 +370,7 @@ func (c *checkCommand) recheckMerged(sc *runrecord.ScenarioRecord) (*checker.Rep
 		return nil, fmt.Errorf("the shards in %s no longer hold it", strings.Join(dirs, ", "))
 	}
 	partial := len(sc.Shards) < sc.Shards[0].Shard.Count
-	rep, err := checker.CheckShards(scs[i].Shards, checker.ShardOptions{AllowMissing: partial})
+	rep, err := checker.CheckShards(scs[i].Shards, checker.ShardOptions{AllowMissing: partial, KeyScan: sc.KeyScan})
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rlbench/rlbench/harness/history"
 )
@@ -309,5 +310,39 @@ func (f *shardFlag) Set(v string) error {
 		return fmt.Errorf("want I/N, as 0/3 (shard 0 of 3), or I (from 0) for shard I of the scenario's shards.count")
 	}
 	f.s = &history.Shard{Index: i}
+	return nil
+}
+
+// durationsFlag is a comma-separated list of durations, one per shard, as
+// "0,300ms,-2s"; an empty item is 0.
+type durationsFlag []time.Duration
+
+func (d *durationsFlag) String() string {
+	if d == nil {
+		return ""
+	}
+	s := make([]string, len(*d))
+	for i, v := range *d {
+		s[i] = v.String()
+	}
+	return strings.Join(s, ",")
+}
+
+// Set parses v. Errors name the item and the form the flag takes.
+func (d *durationsFlag) Set(v string) error {
+	var out durationsFlag
+	for i, item := range strings.Split(v, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			out = append(out, 0)
+			continue
+		}
+		x, err := time.ParseDuration(item)
+		if err != nil {
+			return fmt.Errorf("item %d %q is not a duration: want one per shard, comma-separated, as 0,300ms,-2s", i+1, item)
+		}
+		out = append(out, x)
+	}
+	*d = out
 	return nil
 }

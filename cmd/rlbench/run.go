@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/harness/checker"
+	"github.com/rlbench/rlbench/harness/history"
 	"github.com/rlbench/rlbench/harness/outdir"
 	"github.com/rlbench/rlbench/harness/peers"
 	"github.com/rlbench/rlbench/harness/progress"
@@ -37,6 +38,7 @@ type runFlags struct {
 	failOnSkip                             bool
 	start                                  startFlags
 	shard                                  shardFlag
+	local                                  localFlags
 }
 
 func (f *runFlags) flagSet() *flag.FlagSet {
@@ -54,6 +56,7 @@ func (f *runFlags) flagSet() *flag.FlagSet {
 		"every shard of the run takes the same --run-id (see Sharded runs above)")
 	fs.BoolVar(&f.failOnSkip, "fail-on-skip", false, "make a skipped scenario (a peer limiter not installed) fail the run with exit code 3, for a CI gate that must run every scenario")
 	f.start.register(fs)
+	f.local.register(fs)
 	return fs
 }
 
@@ -97,6 +100,18 @@ first phase then. A shard that reaches its start later than
 late. run.json records the start as agreed_start. A shard whose offset to the
 limiter's clock is unknown before the traffic refuses to run: shards are
 merged on that clock.
+
+Local shards: --local-shards N runs each scenario's sharded path on this
+machine. The run provisions Redis and starts the sample API instances as an
+unsharded run does, then launches N 'rlbench run --shard I/N' processes
+against them as an external target (the Redis as its redis.url, where they
+measure their clock offset by TIME and meet at a --barrier), waits for them,
+stops the target and checks the shards as one run ('rlbench check
+SHARD_DIR...'): the scenario's verdicts, summary and report are the merged
+run's, its shards' runs under --out/NAME/shards/shard-I. A scenario that
+cannot be sharded (a drill's faults) runs unsharded, and its report says
+why. --local-shard-skews and the other --local-shard- lists give each shard
+its clock drill, as 0,300ms,-2s.
 
 A check of the harness itself (load-delivered, history-complete,
 fault-injected, a latency check made invalid by a generator that fell behind)
@@ -176,10 +191,14 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	local, target, err := f.local.options(f.shard.s != nil, f.claims, fs)
+	if err != nil {
+		return err
+	}
 	r := runner.New(runner.Options{
 		OutDir: f.out, Binary: f.binary, Provider: provider, RedisURL: f.redisURL, Claims: claimed, GroupClaims: groupClaimed, RunID: runID,
 		Shard: f.shard.s, Progress: c.stderr, Log: c.stderr, Interactive: progress.Interactive(c.stderr),
-		Start: start, Clock: clock,
+		Start: start, Clock: clock, Target: target,
 	})
 	for _, sc := range scs {
 		if _, err := r.Shard(sc); err != nil {
@@ -203,7 +222,17 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 	}
 	failedToRun := 0
 	for _, sc := range scs {
-		o, err := r.Run(ctx, sc)
+		var o *runner.Outcome
+		var merged *checker.ShardedReport
+		var unsharded error
+		if local.Count > 0 {
+			unsharded = r.LocalShardable(sc)
+		}
+		if local.Count > 0 && unsharded == nil {
+			merged, err = r.RunLocalShards(ctx, sc, local)
+		} else {
+			o, err = r.Run(ctx, sc)
+		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted: %w", ctx.Err())
 		}
@@ -228,9 +257,19 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 			record.Scenarios = append(record.Scenarios, runrecord.ScenarioRecord{Name: sc.Name, Description: sc.Description, Source: sc.Source, Seed: sc.Seed, Error: err.Error()})
 			continue
 		}
-		summary.AddReport(sc.Name, o.Report)
-		record.Scenarios = append(record.Scenarios, o.Record())
-		if err := reports.WriteText(c.stdout, o.Report); err != nil {
+		var rep *checker.Report
+		var rec runrecord.ScenarioRecord
+		if merged != nil {
+			rep, rec = merged.Report, merged.Record
+		} else {
+			rep, rec = o.Report, o.Record()
+		}
+		if unsharded != nil {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("run unsharded, not over %s: %v", checker.Count(local.Count, "local shards"), unsharded))
+		}
+		summary.AddReport(sc.Name, rep)
+		record.Scenarios = append(record.Scenarios, rec)
+		if err := reports.WriteText(c.stdout, rep); err != nil {
 			return err
 		}
 		fmt.Fprintln(c.stdout)
@@ -278,7 +317,8 @@ type startFlags struct {
 }
 
 // drillFlags are run's flags for drills and tests, listed apart in its usage.
-var drillFlags = []string{"clock-skew", "clock-misreport", "clock-uncertainty-floor"}
+var drillFlags = []string{"clock-skew", "clock-misreport", "clock-uncertainty-floor",
+	"local-shard-skews", "local-shard-misreports", "local-shard-uncertainty-floors", "local-target"}
 
 func (f *startFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.at, "start-at", "", "begin the first phase at `TIME`: RFC 3339 with fractional seconds on the limiter's clock "+
@@ -350,4 +390,64 @@ func parseStartAt(v string, now time.Time) (at time.Time, onHost bool, err error
 		return time.Time{}, false, fmt.Errorf("%q: %s", v, want)
 	}
 	return at, false, nil
+}
+
+// localFlags are run's flags for local shards: --local-shards, each
+// shard's clock drill, and the target a shard of them is given.
+type localFlags struct {
+	count                     int
+	skews, misreports, floors durationsFlag
+	target                    string
+}
+
+func (f *localFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&f.count, "local-shards", 0, "run each scenario that can be sharded as `N` shards on this machine (2 or more), against "+
+		"one target and Redis this run starts, and check them as one run (see Local shards above)")
+	fs.Var(&f.skews, "local-shard-skews", "give local shard I the --clock-skew of item I of `LIST`, as 0,300ms,-2s")
+	fs.Var(&f.misreports, "local-shard-misreports", "give local shard I the --clock-misreport of item I of `LIST`, as 0,0,5ms")
+	fs.Var(&f.floors, "local-shard-uncertainty-floors", "give local shard I the --clock-uncertainty-floor of item I of `LIST`, as 0,0,50ms")
+	fs.StringVar(&f.target, "local-target", "", "fire at the target the parent of --local-shards started, described in `FILE`; it passes this to its shards")
+}
+
+// options returns the runner's LocalShards and, for a shard of local
+// shards, its target, given whether --shard was given and the --claim
+// values every shard takes again; fs tells which flags were set. Errors
+// are usage errors naming the flag.
+func (f *localFlags) options(shard bool, claims []string, fs *flag.FlagSet) (runner.LocalShards, *runner.LocalTarget, error) {
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	ls := runner.LocalShards{Count: f.count, Skews: f.skews, Misreports: f.misreports, UncertaintyFloors: f.floors}
+	for _, c := range claims {
+		ls.Args = append(ls.Args, "--claim", c)
+	}
+	lists := set["local-shard-skews"] || set["local-shard-misreports"] || set["local-shard-uncertainty-floors"]
+	switch {
+	case set["local-shards"] && (f.count < 2 || f.count > history.MaxShards):
+		return ls, nil, usagef("--local-shards %d: want 2 to %d shards", f.count, history.MaxShards)
+	case f.count > 0 && shard:
+		return ls, nil, usagef("--local-shards launches its own shards: drop --shard")
+	case f.count > 0 && (set["start-at"] || set["barrier"] || set["clock-skew"] || set["clock-misreport"] || set["clock-uncertainty-floor"]):
+		return ls, nil, usagef("--local-shards agrees its shards' start and gives their clocks: drop --start-at, --barrier and --clock-*; use the --local-shard- lists")
+	case f.count == 0 && lists:
+		return ls, nil, usagef("the --local-shard- lists give each local shard its clock drill: add --local-shards N")
+	case len(f.skews) > f.count || len(f.misreports) > f.count || len(f.floors) > f.count:
+		return ls, nil, usagef("a --local-shard- list has more items than --local-shards %d shards", f.count)
+	case f.target != "" && !shard:
+		return ls, nil, usagef("--local-target is the target of one shard of --local-shards: give its --shard I/N")
+	}
+	for _, fl := range []durationsFlag{f.floors} {
+		for i, d := range fl {
+			if d < 0 {
+				return ls, nil, usagef("--local-shard-uncertainty-floors: item %d is %v: want 0 or more", i+1, d)
+			}
+		}
+	}
+	if f.target == "" {
+		return ls, nil, nil
+	}
+	t, err := runner.ReadLocalTarget(f.target)
+	if err != nil {
+		return ls, nil, usagef("--local-target: %v", err)
+	}
+	return ls, t, nil
 }

@@ -79,6 +79,12 @@ type ShardOptions struct {
 	// written by a history.Writer (gzip compressed), for the run directory
 	// of the merged run.
 	History io.Writer
+	// KeyScan, when set, is a scan of the Redis every shard shared, made
+	// after the last shard finished (rlbench run --local-shards, whose
+	// parent started that Redis): the merged record keeps it and key-ttl
+	// judges it once, for the whole run. A shard's own scan stays with its
+	// record and is judged on its row.
+	KeyScan *runrecord.KeyScan
 }
 
 // ShardedReport is the check of one scenario of a sharded run.
@@ -242,6 +248,10 @@ func CheckShards(shards []ShardRun, opts ShardOptions) (*ShardedReport, error) {
 		}
 	}
 	rep.ProbeKeys = len(probeKeys)
+	if opts.KeyScan != nil {
+		merged.KeyScan = opts.KeyScan
+		rep.Results = append(rep.Results, keyTTL(opts.KeyScan))
+	}
 	classify(rep.Results)
 	for i, n := range rep.Notes {
 		if strings.HasPrefix(n, "limiter clock offset ") { // clockNotes' note on the merged header's 0 ± 0

@@ -95,6 +95,11 @@ type Options struct {
 	// Clock is this host's wall clock as the run reads and records it; the
 	// zero value: as it is.
 	Clock HostClock
+	// Target, when set, is the target the parent of local shards started
+	// (RunLocalShards): each scenario is run as an external target aimed
+	// at it (LocalTarget.Apply), its instances named as the parent named
+	// them, its identities as fresh as the parent's start made them.
+	Target *LocalTarget
 }
 
 // Outcome is one scenario's run.
@@ -197,6 +202,9 @@ func (r *Runner) logf(format string, args ...any) {
 // means the scenario could not be run or checked; failed checks are in the
 // Outcome's Report.
 func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (*Outcome, error) {
+	if r.opts.Target != nil {
+		sc = r.opts.Target.Apply(sc)
+	}
 	shard, err := r.Shard(sc)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
@@ -471,6 +479,9 @@ func algorithms(sc *scenarios.Scenario) []limiter.Algorithm {
 // than redis_rate starts its own processes. startTarget returns, for the
 // sample API instances, each one's configuration and its file.
 func (r *Runner) startTarget(ctx context.Context, sc *scenarios.Scenario, dir, redisURL string, run scenarios.RunID, sentinel *provider.Sentinel, cleanups *[]func()) (g instances.Group, urls, names []string, cfgs []instanceFile, err error) {
+	if t := r.opts.Target; t != nil {
+		return nil, t.URLs, t.Names, nil, nil
+	}
 	if len(sc.Target.External) > 0 {
 		return nil, sc.Target.External, sc.Target.External, nil, nil
 	}
@@ -562,6 +573,9 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 	hdr.Instances = names
 	hdr.Policies = r.headerPolicies(sc)
 	out.IdentitiesFresh = identitiesFresh(sc, r.opts.RunID != "", out.Redis.Provider)
+	if r.opts.Target != nil {
+		out.IdentitiesFresh = r.opts.Target.IdentitiesFresh
+	}
 	hdr.RunID, hdr.IdentitiesFresh = string(out.RunID), &out.IdentitiesFresh
 	hdr.Shard = out.Shard
 	hdr.ClockResolutionNs = out.ClockResolution.Nanoseconds()

@@ -20,7 +20,7 @@ var ErrNoRunID = errors.New("a sharded run needs the run id its shards share, so
 // without Options.RunID (ErrNoRunID), a count the scenario does not give,
 // an index beyond the count, the scenario's Shardable error, judged on
 // the Redis Options.Provider puts it on (an external Redis every shard
-// reaches), and a scenario whose offset to the limiter's clock is unknown
+// reaches) or as the external target Options.Target makes of it, and a scenario whose offset to the limiter's clock is unknown
 // before the traffic: shards are merged on that clock.
 func (r *Runner) Shard(sc *scenarios.Scenario) (*history.Shard, error) {
 	want := r.opts.Shard
@@ -29,6 +29,9 @@ func (r *Runner) Shard(sc *scenarios.Scenario) (*history.Shard, error) {
 	}
 	if r.opts.RunID == "" {
 		return nil, ErrNoRunID
+	}
+	if r.opts.Target != nil {
+		sc = r.opts.Target.Apply(sc)
 	}
 	s := *want
 	if s.Count == 0 {
