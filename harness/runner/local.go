@@ -113,6 +113,14 @@ type LocalShards struct {
 // start, load generator calibration and checks.
 const DefaultLocalShardSlack = 3 * time.Minute
 
+// LocalShardLead and LocalShardTolerance are the barrier's lead and the
+// start's tolerance the shards of RunLocalShards take: on one busy
+// machine N processes wake later than on N hosts.
+const (
+	LocalShardLead      = 3 * time.Second
+	LocalShardTolerance = time.Second
+)
+
 // LocalShardable returns why sc cannot be split over local shards, or nil:
 // sc as the external target its shards see (LocalTarget.Apply) must be
 // shardable (scenarios.Scenario.Shardable; a drill's faults are not), and
@@ -203,8 +211,12 @@ func (r *Runner) RunLocalShards(ctx context.Context, sc *scenarios.Scenario, ls 
 		bound += ph.Length()
 	}
 	common := []string{"run", "--run-id", string(runID), "--local-target", targetPath}
+	// A busy machine wakes a shard late: a longer lead and tolerance than a
+	// fleet's, since each shard's requests are placed by its own record of
+	// when it began, whatever the lateness.
+	common = append(common, "--start-tolerance", LocalShardTolerance.String())
 	if redisURL != "" {
-		common = append(common, "--barrier")
+		common = append(common, "--barrier", "--barrier-lead", LocalShardLead.String())
 	} else {
 		common = append(common, "--start-at", time.Now().Add(5*time.Second).UTC().Format(time.RFC3339Nano))
 	}
@@ -301,7 +313,7 @@ func (r *Runner) RunLocalShards(ctx context.Context, sc *scenarios.Scenario, ls 
 		first := time.Time{}
 		for _, sh := range scs[k].Shards {
 			if sh.Record.Error != "" {
-				return fail(fmt.Errorf("shard %s could not run: %s", sh.Record.Shard, sh.Record.Error))
+				return fail(fmt.Errorf("the shard in %s could not run: %s", sh.Dir, sh.Record.Error))
 			}
 			if first.IsZero() || sh.Record.Start.Before(first) {
 				first = sh.Record.Start
