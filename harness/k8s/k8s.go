@@ -158,9 +158,10 @@ func Name(scenario string, id scenarios.RunID) string {
 }
 
 // New returns the manifests that run src's scenario in cfg.Shards shards.
-// Errors: a scenario that cannot be sharded (it starts a target, a Redis
-// or a fault proxy of its own, or injects faults), an address a pod
-// cannot reach (loopback), a file a pod cannot find beside the scenario,
+// Errors: a scenario that cannot be sharded (wrapping
+// scenarios.ErrNotShardable: what Shardable refuses, or a Redis or fault
+// proxy every pod would start of its own), an address a pod cannot reach
+// (loopback), a file a pod cannot find beside the scenario,
 // a ConfigMap over its 1 MiB, a Secret missing or not needed, a start
 // that does not fit the scenario, and a Config outside its bounds.
 func New(src *Source, cfg Config) (*Manifests, error) {

@@ -119,6 +119,17 @@ traffic:
   - {kind: constant, rate: 50/1s, duration: 30s}
 `
 
+const sharedRedisScenario = `name: shared
+description: sample API instances in every pod, their budget in one Redis
+redis: {provider: external, url: "redis://redis.shop.svc:6379/0"}
+target:
+  instances: 2
+  routes:
+    - {path: /api/items, policies: ["gcra:10/1s,burst=10"]}
+traffic:
+  - {kind: burst, requests: 20}
+`
+
 const keysScenario = `name: plans
 description: keys from files, one of them a group's, and a binary body
 redis: {provider: external, url: "redis://:hunter2@redis.shop.svc:6379/0"}
@@ -178,6 +189,12 @@ func TestManifests(t *testing.T) {
 		scenario:     plainScenario,
 		cfg:          Config{Shards: 1, StartAt: startAt, Claim: "shared-results", Namespace: "load"},
 		noteContains: []string{"no redis.url", "start at 2031-05-06T07:08:09Z (--start-at)", "kubectl -n load wait"},
+	}, {
+		name:     "sample API instances on a Redis the shards share",
+		arg:      "shared.yaml",
+		scenario: sharedRedisScenario,
+		cfg:      Config{Shards: 3},
+		barrier:  true,
 	}, {
 		name:     "keys files and a binary body",
 		arg:      "plans.yaml",
@@ -536,13 +553,15 @@ func TestManifestsRefuse(t *testing.T) {
 		want     string
 		is       error
 	}{
-		{name: "sample API instances", arg: "quickstart", want: "cannot be sharded: it starts 3 sample API instances of its own"},
-		{name: "faults", arg: "drill-redis-kill-open", want: "cannot be sharded: it starts"},
+		{name: "sample API instances", arg: "quickstart", want: "not shardable: target.instances: every shard would start its own sample API instances on its own Redis"},
+		{name: "drill", arg: "drill-redis-kill-open", want: "not shardable: faults: a drill's faults act on one Redis or instance"},
 		{name: "external faults", scenario: strings.NewReplacer("{kind: burst, requests: 5}", "{kind: constant, rate: 10/1s, duration: 5s}",
 			"target:\n", "target:\n  failure_mode: closed\n  store_timeout: 50ms\n").Replace(withRedis(external(""))) + "faults:\n  - {kind: command, inject: \"true\", effect: none, at: 1s, duration: 1s}\n",
-			want: "cannot be sharded: it injects faults (command)"},
+			want: "not shardable: faults"},
 		{name: "proxy", scenario: strings.Replace(withRedis(external("")), "provider: external,", "provider: external, proxy: \"127.0.0.1:16379\",", 1),
-			want: "redis.proxy 127.0.0.1:16379 is a fault proxy"},
+			want: "not shardable: redis.proxy: 127.0.0.1:16379 is a fault proxy"},
+		{name: "own redis", scenario: strings.Replace(external(""), "target:", "redis: {provider: embedded}\ntarget:", 1), cfg: Config{StartAt: startAt},
+			want: "not shardable: redis.provider: embedded starts a Redis in every shard's pod"},
 		{name: "loopback target", scenario: strings.Replace(external(""), "api.shop.svc", "127.0.0.1", 1), cfg: Config{StartAt: startAt},
 			want: "target.external[0]: http://127.0.0.1:8080 is a loopback address"},
 		{name: "loopback redis", scenario: strings.Replace(withRedis(external("")), "redis.shop.svc", "localhost", 1),
@@ -581,6 +600,9 @@ func TestManifestsRefuse(t *testing.T) {
 			_, err = New(src, cfg)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("New error = %v, want one containing %q", err, tt.want)
+			}
+			if strings.Contains(tt.want, "not shardable") && !errors.Is(err, scenarios.ErrNotShardable) {
+				t.Errorf("New error = %v, want one wrapping scenarios.ErrNotShardable", err)
 			}
 			if tt.is != nil && !errors.Is(err, tt.is) {
 				t.Errorf("New error = %v, want one wrapping %v", err, tt.is)

@@ -9,36 +9,27 @@ import (
 	"github.com/rlbench/rlbench/scenarios"
 )
 
-// shardable reports why sc's run cannot be split into shards, or nil: a
-// shard is the same scenario run by another process on another host, so
-// everything the run starts of its own (sample API or peer instances, a
-// Redis, a fault proxy) every shard would start again, each shard holding
-// only its own, and a fault schedule would be armed once per shard.
+// shardable reports why sc's run cannot be split into shards in pods, or
+// nil: what scenarios.(*Scenario).Shardable refuses (faults, instances
+// without a budget in a Redis every shard reaches, a client honouring
+// Retry-After for a spread identity), and what every pod would start of
+// its own: a fault proxy, or a Redis the shards could not share, neither
+// to agree their start through nor to keep a budget in. Its errors wrap
+// scenarios.ErrNotShardable.
 func shardable(sc *scenarios.Scenario) error {
-	t := sc.Target
-	fail := func(format string, args ...any) error {
-		return fmt.Errorf("scenario %s cannot be sharded: %s", sc.Name, fmt.Sprintf(format, args...))
+	if err := sc.Shardable(); err != nil {
+		return err
+	}
+	fail := func(field, format string, args ...any) error {
+		return fmt.Errorf("%s: %w: %s: %s", sc.Source, scenarios.ErrNotShardable, field, fmt.Sprintf(format, args...))
 	}
 	switch {
-	case len(t.External) == 0 && t.Peer != "":
-		return fail("it starts %d %s instances of its own, and every shard would start its own; "+
-			"run the limiter where the shards can reach it and name it in target.external", t.Instances, t.Peer)
-	case len(t.External) == 0:
-		return fail("it starts %d sample API instances of its own, and every shard would start its own; "+
-			"run `rlbench serve` where the shards can reach it and name it in target.external", t.Instances)
-	case len(sc.Faults) > 0:
-		kinds := make([]string, len(sc.Faults))
-		for i, f := range sc.Faults {
-			kinds[i] = string(f.Kind)
-		}
-		return fail("it injects faults (%s), which one run schedules over its whole traffic; "+
-			"every shard would inject them again; drill the limiter with an unsharded run", strings.Join(kinds, ", "))
 	case sc.Redis.Proxy != "":
-		return fail("redis.proxy %s is a fault proxy every shard would listen on, and the limiter can use one; "+
-			"remove it, a sharded run injects no faults", sc.Redis.Proxy)
+		return fail("redis.proxy", "%s is a fault proxy every shard's pod would listen on, of which the limiter can use one; "+
+			"remove it: a sharded run injects no faults", sc.Redis.Proxy)
 	case sc.Redis.Provider != scenarios.ProviderExternal && sc.Redis.Provider != scenarios.ProviderNone:
-		return fail("redis.provider %s starts a Redis in every shard, which the shards would not share; "+
-			"give the limiter's Redis with provider external and its url, or no redis section", sc.Redis.Provider)
+		return fail("redis.provider", "%s starts a Redis in every shard's pod, which the shards would not share; "+
+			"give a Redis they all reach with provider external and its url, or no redis section", sc.Redis.Provider)
 	}
 	return nil
 }
