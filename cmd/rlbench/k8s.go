@@ -35,7 +35,7 @@ type k8sFlags struct {
 
 func (f *k8sFlags) flagSet() *flag.FlagSet {
 	fs := flag.NewFlagSet("k8s", flag.ContinueOnError)
-	fs.IntVar(&f.shards, "shards", 0, fmt.Sprintf("split the run into `N` shards, 1 to %d, each a pod of an Indexed Job (required)", history.MaxShards))
+	fs.IntVar(&f.shards, "shards", 0, fmt.Sprintf("split the run into `N` shards, 1 to %d, each a pod of an Indexed Job (default the scenario's shards.count)", history.MaxShards))
 	fs.StringVar(&f.image, "image", "", "the rlbench `IMAGE` the pods run, built from the repository's Dockerfile and pushed where the cluster pulls from (required)")
 	fs.StringVar(&f.runID, "run-id", "", "the run's `ID`, eight hex digits, which every shard sends as and the objects are named by (default a random one)")
 	fs.DurationVar(&f.startDelay, "start-delay", k8s.DefaultStartDelay, "for a scenario without redis.url: start the shards this long after now (--start-at), "+
@@ -65,7 +65,8 @@ var k8sHelp = help{
 	about: `Prints the Kubernetes manifests of a run of SCENARIO (a file, or a shipped
 scenario's name) split into N shards: rlbench splits the run, synchronises its
 start, records each shard and merges the records; Kubernetes places the
-shards. 'kubectl apply -f run.yaml' creates, in this order:
+shards. N is the scenario's shards.count unless --shards says. 'kubectl apply
+-f run.yaml' creates, in this order:
 
   ConfigMap              the scenario file and the body files it names
   PersistentVolumeClaim  ReadWriteMany, the results (none with --pvc)
@@ -79,8 +80,9 @@ The shards agree their start through the scenario's Redis (redis.url), or,
 without one, start at now + --start-delay, which a comment line at the top
 says. Variables the scenario's headers take (${NAME}) and its keys files come
 from the Secret --secret names, never from the manifests; the comment lines
-give the 'kubectl create secret' command. A scenario that starts its own
-target, Redis or fault proxy, or injects faults, cannot be sharded.
+give the 'kubectl create secret' command. A scenario its shards could not
+share (see 'rlbench run --shard'), or that would start a Redis or a fault
+proxy in every pod, cannot be sharded.
 
   rlbench k8s --shards 4 --image registry.example/rlbench:v1 \
     --secret orders-api scenarios/examples/orders-sharded.yaml > run.yaml`,
@@ -116,6 +118,12 @@ func (c *k8sCommand) Run(_ context.Context, args []string) error {
 		return err
 	}
 	sc := src.Scenario
+	if !set["shards"] {
+		if sc.Shards.Count == 0 {
+			return usagef("--shards is required: the number of shards, 1 to %d (scenario %s gives no shards.count)", history.MaxShards, sc.Name)
+		}
+		cfg.Shards = sc.Shards.Count
+	}
 	if sc.Redis.URL != "" {
 		if set["start-delay"] {
 			return usagef("--start-delay: scenario %s has redis.url, through which the shards agree their start (--barrier); leave --start-delay out", sc.Name)
@@ -143,15 +151,13 @@ func (c *k8sCommand) Run(_ context.Context, args []string) error {
 	return m.WriteYAML(c.stdout)
 }
 
-// config checks the flags and returns the Config they give, all but the
-// start time and a default timeout, which need the scenario. set holds
-// the names of the flags given.
+// config checks the flags and returns the Config they give, all but what
+// needs the scenario: the start time, a default timeout and shard count.
+// set holds the names of the flags given.
 func (f *k8sFlags) config(set map[string]bool) (k8s.Config, error) {
 	cfg := k8s.Config{Shards: f.shards, Image: f.image, Namespace: f.namespace, Secret: f.secret, Claim: f.pvc, StorageClass: f.storageClass, Timeout: f.timeout}
 	switch {
-	case !set["shards"]:
-		return cfg, usagef("--shards is required: the number of shards, 1 to %d", history.MaxShards)
-	case f.shards < 1 || f.shards > history.MaxShards:
+	case set["shards"] && (f.shards < 1 || f.shards > history.MaxShards):
 		return cfg, usagef("--shards %d: want 1 to %d", f.shards, history.MaxShards)
 	case f.image == "":
 		return cfg, usagef("--image is required: the rlbench image the pods run; build it from the repository's Dockerfile " +

@@ -40,7 +40,7 @@ func TestK8sFlags(t *testing.T) {
 	}{
 		{nil, "name the scenario to shard", true},
 		{[]string{plain, plain, "--shards", "2"}, "a sharded run is one scenario; got 2 arguments", true},
-		{[]string{plain, "--image", "rlbench:dev"}, "--shards is required: the number of shards, 1 to 1024", true},
+		{[]string{plain, "--image", "rlbench:dev"}, "--shards is required: the number of shards, 1 to 1024 (scenario plain gives no shards.count)", true},
 		{[]string{plain, "--image", "rlbench:dev", "--shards", "0"}, "--shards 0: want 1 to 1024", true},
 		{[]string{plain, "--image", "rlbench:dev", "--shards", "1025"}, "--shards 1025: want 1 to 1024", true},
 		{[]string{plain, "--shards", "3"}, "--image is required: the rlbench image the pods run; build it from the repository's Dockerfile", true},
@@ -61,7 +61,7 @@ func TestK8sFlags(t *testing.T) {
 		{append([]string{plain, "--secret", "orders"}, ok...), "--secret orders: scenario plain takes no variable", true},
 		{append([]string{example}, ok...), "--secret is required: scenario orders-sharded takes the variable ORDERS_API_TOKEN, which the manifests never hold", true},
 		{append([]string{example, "--secret", "orders", "--start-delay", "5m"}, ok...), "--start-delay: scenario orders-sharded has redis.url", true},
-		{append([]string{"quickstart"}, ok...), "scenario quickstart cannot be sharded: it starts 3 sample API instances", false},
+		{append([]string{"quickstart"}, ok...), "embedded:quickstart.yaml: not shardable: target.instances: every shard would start its own sample API instances", false},
 		{append([]string{"quickstrat"}, ok...), `did you mean "quickstart"?`, false},
 	}
 	for _, tt := range tests {
@@ -115,6 +115,33 @@ func TestK8sStartAt(t *testing.T) {
 		head, _, _ := strings.Cut(s, "apiVersion:")
 		if !strings.Contains(strings.ReplaceAll(head, "\n# ", " "), "no redis.url through which the shards could agree their start (--barrier), so they start at "+tt.want) {
 			t.Errorf("%q: the comment lines do not say when the shards start:\n%s", tt.delay, head)
+		}
+	}
+}
+
+// TestK8sShardsFromScenario: without --shards the scenario's shards.count
+// gives the number of shards; --shards overrides it.
+func TestK8sShardsFromScenario(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "counted.yaml")
+	if err := os.WriteFile(path, []byte(k8sPlainScenario+"shards: {count: 3}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		flags []string
+		want  int32
+	}{{nil, 3}, {[]string{"--shards", "5"}, 5}} {
+		var out bytes.Buffer
+		args := append([]string{path, "--image", "rlbench:dev"}, tt.flags...)
+		if err := (&k8sCommand{stdout: &out}).Run(context.Background(), args); err != nil {
+			t.Fatal(err)
+		}
+		docs := strings.Split(out.String(), "\n---\n")
+		var shards batchv1.Job
+		if err := yaml.UnmarshalStrict([]byte(docs[len(docs)-2]), &shards); err != nil {
+			t.Fatal(err)
+		}
+		if c := shards.Spec.Completions; c == nil || *c != tt.want {
+			t.Errorf("%q: completions %v, want %d", tt.flags, c, tt.want)
 		}
 	}
 }
