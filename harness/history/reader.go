@@ -34,6 +34,8 @@ type Reader struct {
 	// interned shares one copy of repeated keys, routes, instances and
 	// header values.
 	interned map[string]string
+	// shards shares one *Shard per distinct record shard.
+	shards map[Shard]*Shard
 }
 
 // NewReader reads the header from r and returns a Reader positioned at the
