@@ -69,7 +69,8 @@ shards. N is the scenario's shards.count unless --shards says. 'kubectl apply
 -f run.yaml' creates, in this order:
 
   ConfigMap              the scenario file and the body files it names
-  PersistentVolumeClaim  ReadWriteMany, the results (none with --pvc)
+  PersistentVolumeClaim  ReadWriteMany, the results (none with --pvc); the
+                         run's directory on it is /results in the pods
   Job NAME-shards        Indexed, N pods: rlbench run --shard I/N into
                          /results/shard-I
   Job NAME-check         waits for every shard's run.json, then rlbench check

@@ -4,9 +4,9 @@
 // shards. The manifests are a ConfigMap holding the scenario file (and
 // the body files it names), a ReadWriteMany PersistentVolumeClaim for the
 // results (unless the user names one), an Indexed Job whose pod i runs
-// `rlbench run --shard i/N` into the volume's shard-i, and a Job that
-// waits for every shard's run.json and checks them as one run with
-// `rlbench check`, leaving the report on the volume.
+// `rlbench run --shard i/N` into shard-i of the run's own directory on the
+// volume, and a Job that waits for every shard's run.json and checks them
+// as one run with `rlbench check`, leaving the report beside them.
 //
 // Secrets never enter the manifests: the variables a scenario's headers
 // take (${NAME}) and its keys files come from a Secret the user creates.
@@ -39,8 +39,9 @@ const (
 	// ScenarioDir is where the scenario file and the files it names are
 	// mounted, read-only.
 	ScenarioDir = "/scenario"
-	// ResultsDir is where the shared volume is mounted: shard i writes
-	// ResultsDir/shard-i, the check writes ReportDir.
+	// ResultsDir is where the run's directory of the shared volume is
+	// mounted: shard i writes ResultsDir/shard-i, the check writes
+	// ReportDir.
 	ResultsDir = "/results"
 	// ReportDir holds the merged run's report.html, summary.json and
 	// junit.xml.
@@ -521,8 +522,12 @@ func (b *builder) scenarioMount() corev1.VolumeMount {
 	return corev1.VolumeMount{Name: volumeScenario, MountPath: ScenarioDir, ReadOnly: true}
 }
 
+// resultsMount mounts the run's own directory of the claim, named as the
+// run's objects are, at ResultsDir: a claim that outlives the run, or
+// serves several (--pvc), holds no other run's shards for the check to
+// wait for or merge. The kubelet makes the directory.
 func (b *builder) resultsMount() corev1.VolumeMount {
-	return corev1.VolumeMount{Name: volumeResults, MountPath: ResultsDir}
+	return corev1.VolumeMount{Name: volumeResults, MountPath: ResultsDir, SubPath: b.name}
 }
 
 // scenarioVolume places the ConfigMap's files, and the keys files of the
@@ -593,7 +598,7 @@ func (b *builder) notes(keyFiles []mount) []string {
 	para("Apply, then wait for the report (the check Job fails instead when a check fails):")
 	line("kubectl" + ns + " apply -f FILE")
 	line(fmt.Sprintf("kubectl%s wait --for=condition=complete --timeout=%ds job/%s", ns, seconds(b.cfg.Timeout+DefaultTimeoutSlack), b.checkName()))
-	para(fmt.Sprintf("The report is in %s on the volume %s.", ReportDir, b.claimName()))
+	para(fmt.Sprintf("The report is in %s/report on the volume %s.", b.name, b.claimName()))
 	return out
 }
 

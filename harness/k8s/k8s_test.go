@@ -436,8 +436,9 @@ func checkShards(t *testing.T, d *decoded, src *Source, cfg Config, barrier bool
 	} else if src := volumes[vm.Name].Projected.Sources[0].ConfigMap; src == nil || src.Name != d.configMap.Name {
 		t.Errorf("/scenario's first source %+v, want ConfigMap %s", src, d.configMap.Name)
 	}
-	if vm := mounts["/results"]; vm.ReadOnly || volumes[vm.Name].PersistentVolumeClaim == nil || volumes[vm.Name].PersistentVolumeClaim.ClaimName != claim {
-		t.Errorf("/results: mount %+v of volume %+v, want claim %s read-write", vm, volumes[vm.Name], claim)
+	if vm := mounts["/results"]; vm.ReadOnly || vm.SubPath != d.configMap.Name ||
+		volumes[vm.Name].PersistentVolumeClaim == nil || volumes[vm.Name].PersistentVolumeClaim.ClaimName != claim {
+		t.Errorf("/results: mount %+v of volume %+v, want the run's directory %s of claim %s read-write", vm, volumes[vm.Name], d.configMap.Name, claim)
 	}
 }
 
@@ -474,8 +475,8 @@ func checkCheck(t *testing.T, d *decoded, cfg Config, claim string) {
 		t.Errorf("check container %s %q, want %s %q", check.Image, check.Args, cfg.Image, want)
 	}
 	for _, c := range []corev1.Container{wait, check} {
-		if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/results" {
-			t.Errorf("%s mounts %+v, want the results at /results", c.Name, c.VolumeMounts)
+		if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/results" || c.VolumeMounts[0].SubPath != d.configMap.Name {
+			t.Errorf("%s mounts %+v, want the run's directory %s at /results", c.Name, c.VolumeMounts, d.configMap.Name)
 		}
 	}
 	if len(pod.Volumes) != 1 || pod.Volumes[0].PersistentVolumeClaim == nil || pod.Volumes[0].PersistentVolumeClaim.ClaimName != claim {
