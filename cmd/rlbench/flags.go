@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -144,18 +145,29 @@ type help struct {
 	about string
 	// footer follows the flags, wrapped as about is: the exit codes.
 	footer string
+	// drills names flags for drills and tests, listed apart from the
+	// others under drillsHeading.
+	drills []string
 }
 
+// drillsHeading heads the flags of a usage that are for drills and tests.
+const drillsHeading = "For drills and tests only (a run given them records them in run.json):"
+
 // text returns the usage: the synopsis, the description, every flag of fs
-// with its argument name, usage and default, and the footer.
+// with its argument name, usage and default (those for drills apart, after
+// the others), and the footer.
 func (h help) text(fs *flag.FlagSet) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Usage: %s\n", h.synopsis)
 	if h.about != "" {
 		b.WriteString("\n" + wrap(h.about, usageWidth))
 	}
-	if flags := flagList(fs); flags != "" {
+	drill := func(f *flag.Flag) bool { return slices.Contains(h.drills, f.Name) }
+	if flags := flagList(fs, func(f *flag.Flag) bool { return !drill(f) }); flags != "" {
 		b.WriteString("\nFlags:\n" + flags)
+	}
+	if flags := flagList(fs, drill); flags != "" {
+		b.WriteString("\n" + wrap(drillsHeading, usageWidth) + flags)
 	}
 	if h.footer != "" {
 		b.WriteString("\n" + wrap(h.footer, usageWidth))
@@ -163,16 +175,19 @@ func (h help) text(fs *flag.FlagSet) string {
 	return b.String()
 }
 
-// flagList formats fs's flags as flag.PrintDefaults does (in name order,
-// the argument name from the usage's back-quoted word or the flag's type,
-// the default when it is not the zero value) but in two columns, with a
-// double dash and the argument name in capitals, each usage wrapped at
-// usageWidth.
-func flagList(fs *flag.FlagSet) string {
+// flagList formats the flags of fs that keep reports as flag.PrintDefaults
+// does (in name order, the argument name from the usage's back-quoted word
+// or the flag's type, the default when it is not the zero value) but in two
+// columns, with a double dash and the argument name in capitals, each usage
+// wrapped at usageWidth.
+func flagList(fs *flag.FlagSet, keep func(*flag.Flag) bool) string {
 	type row struct{ left, usage string }
 	var rows []row
 	width := 0
 	fs.VisitAll(func(f *flag.Flag) {
+		if !keep(f) {
+			return
+		}
 		arg, usage := flag.UnquoteUsage(f)
 		left := "  --" + f.Name
 		if arg != "" {

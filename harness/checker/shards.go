@@ -179,7 +179,7 @@ func CheckShards(shards []ShardRun, opts ShardOptions) (*ShardedReport, error) {
 		calib[k] = runrecord.ShardRecord{
 			Shard: p.Shard, Dir: sh.Dir, History: sh.Record.History, Hostname: sh.Meta.Hostname, Start: p.Header.Start.UTC(),
 			ClockOffset: time.Duration(*p.Header.ClockOffsetNs), ClockUncertainty: time.Duration(p.UncertaintyNs), ClockSource: p.Header.ClockSource,
-			Shift: time.Duration(p.ShiftNs), Generator: sh.Meta.Generator,
+			Shift: time.Duration(p.ShiftNs), Generator: sh.Meta.Generator, AgreedStart: sh.Record.AgreedStart,
 		}
 	}
 	hdr := merge.Header()
@@ -272,8 +272,8 @@ func (t teed) Read(r *history.Record) error {
 }
 
 // shardNotes are the report's notes on the shards: each shard's
-// calibration, the shards a partial set lacks, and the histories that
-// ended early.
+// calibration and agreed start, the shards a partial set lacks, and the
+// histories that ended early.
 func shardNotes(shards []runrecord.ShardRecord, missing []history.Shard, readers []*history.Reader) []string {
 	var notes []string
 	for _, s := range shards {
@@ -296,8 +296,20 @@ func shardNotes(shards []runrecord.ShardRecord, missing []history.Shard, readers
 		if g := s.Generator; g != nil {
 			gen = fmt.Sprintf("load generator ceiling %.0f req/s (p50 %v, p99 %v)", g.Rate, g.P50, g.P99)
 		}
-		notes = append(notes, fmt.Sprintf("shard %s%s: %s, limiter clock offset %v ± %v%s, placed at +%v on the merged clock, each request widened by ± %v; %s",
-			s.Shard, host, Count(s.Records, "records"), s.ClockOffset, s.ClockUncertainty, source, s.Shift, s.ClockUncertainty, gen))
+		start := ""
+		if a := s.AgreedStart; a != nil {
+			how := "given by --start-at"
+			if a.By == runrecord.StartBarrier {
+				how = "agreed at barrier " + a.Barrier
+			}
+			clock := "the limiter's clock"
+			if a.Clock != runrecord.StartClockLimiter {
+				clock = "its host's clock"
+			}
+			start = fmt.Sprintf("; began %v after the start %s on %s, %s", a.Late.Round(time.Microsecond), a.At.UTC().Format(time.RFC3339Nano), clock, how)
+		}
+		notes = append(notes, fmt.Sprintf("shard %s%s: %s, limiter clock offset %v ± %v%s, placed at +%v on the merged clock, each request widened by ± %v; %s%s",
+			s.Shard, host, Count(s.Records, "records"), s.ClockOffset, s.ClockUncertainty, source, s.Shift, s.ClockUncertainty, gen, start))
 	}
 	if len(missing) > 0 {
 		names := make([]string, len(missing))
