@@ -78,8 +78,8 @@ shards. N is the scenario's shards.count unless --shards says. 'kubectl apply
                          junit.xml)
 
 The shards agree their start through the scenario's Redis (redis.url), or,
-without one, start at now + --start-delay, which a comment line at the top
-says. Variables the scenario's headers take (${NAME}) and its keys files come
+without one, start at now + --start-delay on the limiter's clock (as
+target.clock declares it), which a comment line at the top says. Variables the scenario's headers take (${NAME}) and its keys files come
 from the Secret --secret names, never from the manifests; the comment lines
 give the 'kubectl create secret' command. A scenario its shards could not
 share (see 'rlbench run --shard'), or that would start a Redis or a fault
@@ -134,8 +134,14 @@ func (c *k8sCommand) Run(_ context.Context, args []string) error {
 		if c.now != nil {
 			now = c.now
 		}
-		// Whole seconds, rounded up, as --start-at prints them.
-		cfg.StartAt = now().Add(f.startDelay).Add(time.Second - 1).Truncate(time.Second).UTC()
+		// --start-at is read on the limiter's clock: this host's plus the
+		// offset the scenario declares (target.clock, which a scenario
+		// without redis.url needs to be sharded). Whole seconds, rounded up.
+		at := now().Add(f.startDelay)
+		if c := sc.Target.Clock; c != nil {
+			at = at.Add(c.Offset)
+		}
+		cfg.StartAt = at.Add(time.Second - 1).Truncate(time.Second).UTC()
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = k8s.DefaultTimeout(sc, f.startDelay)

@@ -17,6 +17,7 @@ import (
 const k8sPlainScenario = `name: plain
 description: an API in the cluster, no Redis to agree a start through
 target:
+  clock: {offset: -3s, uncertainty: 10ms}
   external: ["http://orders.shop.svc:8080"]
   routes:
     - {path: /v1/orders, policies: ["gcra:10/1s,burst=10"]}
@@ -82,7 +83,8 @@ func TestK8sFlags(t *testing.T) {
 }
 
 // TestK8sStartAt: without redis.url the shards start --start-delay after
-// now, in whole seconds rounded up, and the first lines say so.
+// now on the limiter's clock (the scenario declares it 3s behind), in
+// whole seconds rounded up, and the first lines say so.
 func TestK8sStartAt(t *testing.T) {
 	plain := filepath.Join(t.TempDir(), "plain.yaml")
 	if err := os.WriteFile(plain, []byte(k8sPlainScenario), 0o600); err != nil {
@@ -93,8 +95,8 @@ func TestK8sStartAt(t *testing.T) {
 		delay []string
 		want  string
 	}{
-		{nil, "2031-05-06T05:10:10Z"},
-		{[]string{"--start-delay", "90s"}, "2031-05-06T05:09:40Z"},
+		{nil, "2031-05-06T05:10:07Z"},
+		{[]string{"--start-delay", "90s"}, "2031-05-06T05:09:37Z"},
 	}
 	for _, tt := range tests {
 		var out bytes.Buffer
@@ -113,7 +115,7 @@ func TestK8sStartAt(t *testing.T) {
 			t.Errorf("%q: shard args %q, want --start-at %s", tt.delay, args, tt.want)
 		}
 		head, _, _ := strings.Cut(s, "apiVersion:")
-		if !strings.Contains(strings.ReplaceAll(head, "\n# ", " "), "no redis.url through which the shards could agree their start (--barrier), so they start at "+tt.want) {
+		if !strings.Contains(strings.ReplaceAll(head, "\n# ", " "), "no redis.url through which the shards could agree their start (--barrier), so they start at "+tt.want+" on the limiter's clock") {
 			t.Errorf("%q: the comment lines do not say when the shards start:\n%s", tt.delay, head)
 		}
 	}

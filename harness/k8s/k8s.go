@@ -114,9 +114,10 @@ type Config struct {
 	// and of the check's.
 	Resources corev1.ResourceRequirements
 	// StartAt, for a scenario without redis.url, is when every shard
-	// starts its traffic (`rlbench run --start-at`); it must be zero for
-	// one with redis.url, whose shards agree their start through that
-	// Redis (`rlbench run --barrier`).
+	// starts its traffic (`rlbench run --start-at`), on the limiter's
+	// clock (this host's plus the offset target.clock declares); it must
+	// be zero for one with redis.url, whose shards agree their start
+	// through that Redis (`rlbench run --barrier`).
 	StartAt time.Time
 	// Timeout bounds the shards: their Job ends (activeDeadlineSeconds)
 	// and the check stops waiting for them this long after it starts.
@@ -573,7 +574,11 @@ func (b *builder) notes(keyFiles []mount) []string {
 	if b.cfg.Namespace != "" {
 		ns = " -n " + b.cfg.Namespace
 	}
-	para(fmt.Sprintf("rlbench k8s: scenario %s, run %s, in %d shards of %s.", sc.Name, b.cfg.RunID, b.cfg.Shards, b.cfg.Image))
+	shards := fmt.Sprintf("%d shards", b.cfg.Shards)
+	if b.cfg.Shards == 1 {
+		shards = "1 shard"
+	}
+	para(fmt.Sprintf("rlbench k8s: scenario %s, run %s, in %s of %s.", sc.Name, b.cfg.RunID, shards, b.cfg.Image))
 	if sc.Redis.URL != "" {
 		para("The shards agree their start through the scenario's Redis (redis.url): --barrier.")
 		if u := sc.Redis.URL; scenarios.RedactURL(u) != u {
@@ -582,7 +587,7 @@ func (b *builder) notes(keyFiles []mount) []string {
 		}
 	} else {
 		para(fmt.Sprintf("The scenario has no redis.url through which the shards could agree their start (--barrier), "+
-			"so they start at %s (--start-at): apply these manifests before then.", b.cfg.StartAt.UTC().Format(time.RFC3339)))
+			"so they start at %s on the limiter's clock (--start-at): apply these manifests before then.", b.cfg.StartAt.UTC().Format(time.RFC3339)))
 	}
 	if b.cfg.Secret != "" {
 		para(fmt.Sprintf("The shards read %s from Secret %s; create it before applying:", secretContents(b.env, keyFiles), b.cfg.Secret))

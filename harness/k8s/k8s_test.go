@@ -112,6 +112,7 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 const plainScenario = `name: plain_orders
 description: an API in the cluster, no Redis to agree a start through
 target:
+  clock: {offset: 0s, uncertainty: 5ms}
   external: ["http://orders.shop.svc:8080", "http://orders-2.shop.svc:8080"]
   routes:
     - {path: /v1/orders, policies: ["gcra:10/1s,burst=10"]}
@@ -188,7 +189,7 @@ func TestManifests(t *testing.T) {
 		arg:          "plain.yaml",
 		scenario:     plainScenario,
 		cfg:          Config{Shards: 1, StartAt: startAt, Claim: "shared-results", Namespace: "load"},
-		noteContains: []string{"no redis.url", "start at 2031-05-06T07:08:09Z (--start-at)", "kubectl -n load wait"},
+		noteContains: []string{"in 1 shard of", "no redis.url", "start at 2031-05-06T07:08:09Z on the limiter's clock (--start-at)", "kubectl -n load wait"},
 	}, {
 		name:     "sample API instances on a Redis the shards share",
 		arg:      "shared.yaml",
@@ -245,8 +246,9 @@ func TestManifests(t *testing.T) {
 			if !slices.Equal(d.kinds, wantKinds) {
 				t.Fatalf("documents %v, want %v", d.kinds, wantKinds)
 			}
+			notes := strings.ReplaceAll(d.comments, "\n# ", " ")
 			for _, want := range tt.noteContains {
-				if !strings.Contains(d.comments, want) {
+				if !strings.Contains(notes, want) {
 					t.Errorf("the comment lines lack %q:\n%s", want, d.comments)
 				}
 			}
@@ -541,6 +543,9 @@ func TestManifestsRefuse(t *testing.T) {
 		return "name: x\ndescription: d\ntarget:\n  external: [\"http://api.shop.svc:8080\"]\n" +
 			"  routes:\n    - {path: /a, policies: [\"gcra:10/1s,burst=10\"]" + extra + "}\ntraffic:\n  - {kind: burst, requests: 5}\n"
 	}
+	withClock := func(s string) string {
+		return strings.Replace(s, "target:\n", "target:\n  clock: {offset: 0s, uncertainty: 5ms}\n", 1)
+	}
 	withRedis := func(s string) string {
 		return strings.Replace(s, "target:", "redis: {provider: external, url: \"redis://redis.shop.svc:6379/0\"}\ntarget:", 1)
 	}
@@ -561,23 +566,25 @@ func TestManifestsRefuse(t *testing.T) {
 			want: "not shardable: faults"},
 		{name: "proxy", scenario: strings.Replace(withRedis(external("")), "provider: external,", "provider: external, proxy: \"127.0.0.1:16379\",", 1),
 			want: "not shardable: redis.proxy: 127.0.0.1:16379 is a fault proxy"},
-		{name: "own redis", scenario: strings.Replace(external(""), "target:", "redis: {provider: embedded}\ntarget:", 1), cfg: Config{StartAt: startAt},
+		{name: "own redis", scenario: strings.Replace(withClock(external("")), "target:", "redis: {provider: embedded}\ntarget:", 1), cfg: Config{StartAt: startAt},
 			want: "not shardable: redis.provider: embedded starts a Redis in every shard's pod"},
-		{name: "loopback target", scenario: strings.Replace(external(""), "api.shop.svc", "127.0.0.1", 1), cfg: Config{StartAt: startAt},
+		{name: "loopback target", scenario: strings.Replace(withClock(external("")), "api.shop.svc", "127.0.0.1", 1), cfg: Config{StartAt: startAt},
 			want: "target.external[0]: http://127.0.0.1:8080 is a loopback address"},
 		{name: "loopback redis", scenario: strings.Replace(withRedis(external("")), "redis.shop.svc", "localhost", 1),
 			want: "redis.url: redis://localhost:6379/0 is a loopback address"},
-		{name: "body outside", scenario: external(", body_file: ../order.json"), files: map[string]string{"../order.json": "{}"}, cfg: Config{StartAt: startAt},
+		{name: "body outside", scenario: withClock(external(", body_file: ../order.json")), files: map[string]string{"../order.json": "{}"}, cfg: Config{StartAt: startAt},
 			want: "target.routes[0].body_file: ../order.json lies outside the scenario file's directory"},
-		{name: "body absolute", scenario: external(", body_file: ABS"), files: map[string]string{"order.json": "{}"}, cfg: Config{StartAt: startAt},
+		{name: "body absolute", scenario: withClock(external(", body_file: ABS")), files: map[string]string{"order.json": "{}"}, cfg: Config{StartAt: startAt},
 			want: "is an absolute path, which a pod does not have"},
-		{name: "body too large", scenario: external(", body_file: big.bin"), files: map[string]string{"big.bin": strings.Repeat("x", scenarios.MaxBodyBytes)},
+		{name: "body too large", scenario: withClock(external(", body_file: big.bin")), files: map[string]string{"big.bin": strings.Repeat("x", scenarios.MaxBodyBytes)},
 			cfg: Config{StartAt: startAt}, want: "above the 1048576 a ConfigMap may"},
-		{name: "secret needed", scenario: external(", headers: {Authorization: \"Bearer ${TOKEN}\"}"), cfg: Config{StartAt: startAt},
+		{name: "secret needed", scenario: withClock(external(", headers: {Authorization: \"Bearer ${TOKEN}\"}")), cfg: Config{StartAt: startAt},
 			want: "takes the variable TOKEN, which the manifests never hold", is: ErrNeedsSecret},
-		{name: "secret unused", scenario: external(""), cfg: Config{StartAt: startAt, Secret: "s"}, want: "takes no variable", is: ErrSecretUnused},
+		{name: "secret unused", scenario: withClock(external("")), cfg: Config{StartAt: startAt, Secret: "s"}, want: "takes no variable", is: ErrSecretUnused},
 		{name: "start time with redis", scenario: withRedis(external("")), cfg: Config{StartAt: startAt}, want: "agree their start through its redis.url"},
-		{name: "no start time", scenario: external(""), want: "has no redis.url through which the shards could agree their start"},
+		{name: "no start time", scenario: withClock(external("")), want: "has no redis.url through which the shards could agree their start"},
+		{name: "no clock", scenario: external(""), cfg: Config{StartAt: startAt},
+			want: "not shardable: redis.url: the offset to the limiter's clock is unknown before the traffic"},
 		{name: "too many shards", scenario: withRedis(external("")), cfg: Config{Shards: history.MaxShards + 1}, want: "1025 shards: want 1 to 1024"},
 	}
 	for _, tt := range tests {

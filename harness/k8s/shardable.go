@@ -14,7 +14,10 @@ import (
 // without a budget in a Redis every shard reaches, a client honouring
 // Retry-After for a spread identity), and what every pod would start of
 // its own: a fault proxy, or a Redis the shards could not share, neither
-// to agree their start through nor to keep a budget in. Its errors wrap
+// to agree their start through nor to keep a budget in; and, as `rlbench
+// run --shard` does, a scenario whose offset to the limiter's clock is not
+// known before the traffic (no redis.url, no target.clock), since the
+// shards are merged on that clock. Its errors wrap
 // scenarios.ErrNotShardable.
 func shardable(sc *scenarios.Scenario) error {
 	if err := sc.Shardable(); err != nil {
@@ -30,6 +33,10 @@ func shardable(sc *scenarios.Scenario) error {
 	case sc.Redis.Provider != scenarios.ProviderExternal && sc.Redis.Provider != scenarios.ProviderNone:
 		return fail("redis.provider", "%s starts a Redis in every shard's pod, which the shards would not share; "+
 			"give a Redis they all reach with provider external and its url, or no redis section", sc.Redis.Provider)
+	case sc.Redis.URL == "" && sc.Target.Clock == nil:
+		// As `rlbench run --shard` refuses it, in every pod.
+		return fail("redis.url", "the offset to the limiter's clock is unknown before the traffic, and the shards are merged on that clock; "+
+			"give redis.url, the Redis whose TIME the limiter decides by, or target.clock: {offset, uncertainty}")
 	}
 	return nil
 }
