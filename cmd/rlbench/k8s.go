@@ -143,8 +143,11 @@ func (c *k8sCommand) Run(_ context.Context, args []string) error {
 		}
 		cfg.StartAt = at.Add(time.Second - 1).Truncate(time.Second).UTC()
 	}
-	if cfg.Timeout == 0 {
+	if least := k8s.DefaultTimeout(sc, f.startDelay) - k8s.DefaultTimeoutSlack; cfg.Timeout == 0 {
 		cfg.Timeout = k8s.DefaultTimeout(sc, f.startDelay)
+	} else if cfg.Timeout < least {
+		return usagef("--timeout %v: the shards' Job would end before they finish: they start %v after it is applied and their traffic lasts %v; give at least %v (default %v)",
+			cfg.Timeout, f.startDelay, least-f.startDelay, least, k8s.DefaultTimeout(sc, f.startDelay))
 	}
 	m, err := k8s.New(src, cfg)
 	switch {

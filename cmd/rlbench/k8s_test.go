@@ -59,6 +59,7 @@ func TestK8sFlags(t *testing.T) {
 		{append([]string{plain, "--memory-limit", "-1Gi"}, ok...), "--memory-limit -1Gi: want a positive quantity, or 0 for no limit", true},
 		{append([]string{plain, "--start-delay", "0s"}, ok...), "--start-delay 0s: want a delay above 0", true},
 		{append([]string{plain, "--timeout", "500ms"}, ok...), "--timeout 500ms: want at least 1s", true},
+		{append([]string{plain, "--timeout", "1s"}, ok...), "--timeout 1s: the shards' Job would end before they finish", true},
 		{append([]string{plain, "--secret", "orders"}, ok...), "--secret orders: scenario plain takes no variable", true},
 		{append([]string{example}, ok...), "--secret is required: scenario orders-sharded takes the variable ORDERS_API_TOKEN, which the manifests never hold", true},
 		{append([]string{example, "--secret", "orders", "--start-delay", "5m"}, ok...), "--start-delay: scenario orders-sharded has redis.url", true},
