@@ -618,6 +618,11 @@ func checkMergedOut(out string, dirs []string) error {
 	if slices.Contains(dirs, abs) {
 		return usagef("--out %s is a shard's run directory: write the merged run elsewhere", out)
 	}
+	for _, d := range dirs {
+		if d, err := filepath.Abs(d); err == nil && filepath.Dir(d) == abs {
+			return usagef("--out %s holds the shards' run directories (%s): a merged run written there would make it a run directory, no longer a directory of shards; write it into a directory of its own, such as %s", out, filepath.Base(d), filepath.Join(out, "report"))
+		}
+	}
 	rec, err := readRunRecord(out)
 	if err != nil {
 		return err

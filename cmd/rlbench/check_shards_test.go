@@ -186,6 +186,7 @@ func TestCheckShards(t *testing.T) {
 		{"history flags", []string{"--policy", "gcra:5/1s", dirs[0], dirs[1]}, exitInvalid, "--policy: the shards of a run are checked as they were run"},
 		{"a file among them", []string{dirs[0], filepath.Join(dirs[1], "run.json")}, exitInvalid, "run.json is not a directory"},
 		{"out over a shard", []string{"--out", dirs[1], root}, exitInvalid, "is a shard's run directory"},
+		{"out over the shards' root", []string{"--out", root, root}, exitInvalid, "holds the shards' run directories (0): a merged run written there"},
 		{"out over a run", []string{"--out", dirs[1], dirs[0], dirs[2]}, exitInvalid, "holds a run (run.json) that is not a merged one"},
 		{"shard flags on a history", []string{"--allow-missing-shards", filepath.Join(dirs[0], "cli", "history.jsonl.gz")}, exitInvalid, "--allow-missing-shards: --out and --allow-missing-shards apply to the shards"},
 		{"shard flags on a run", []string{"--out", t.TempDir(), dirs[0]}, exitInvalid, "--out: a run directory is re-checked as it was run"},
