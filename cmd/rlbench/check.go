@@ -315,6 +315,9 @@ func (c *checkCommand) checkRunDir(dir, summaryPath string) error {
 				return fmt.Errorf("scenario %s: %w", sc.Name, err)
 			}
 			fmt.Fprintf(c.stdout, "[%s] re-checked from %s and run.json\n", sc.Name, sc.History)
+			if sc.Shard != nil && sc.Shard.Count > 1 {
+				fmt.Fprintf(c.stdout, "Note: this is shard %s of run %s: its verdicts cover its own requests only; check the run's %d shard directories together (rlbench check SHARD_DIR... or the directory holding them)\n", sc.Shard, sc.RunID, sc.Shard.Count)
+			}
 			if sc.Checks == nil {
 				fmt.Fprintf(c.stdout, "run.json predates the recorded check bounds: %s, %s and %s are not re-checked\n", checker.CheckLoadDelivered, checker.CheckMaxLatency, checker.CheckOverhead)
 			}

@@ -151,6 +151,11 @@ func TestCheckShards(t *testing.T) {
 		t.Errorf("SHARDS_ROOT holding a merged run: exit %d: %s", code, errOut)
 	}
 
+	// One shard alone is a run directory whose verdicts cover that shard.
+	if code, out, _ = runCheck(t, dirs[1]); code != exitOK || !strings.Contains(out, "Note: this is shard 1/3 of run c0ffee00: its verdicts cover its own requests only") {
+		t.Errorf("one shard alone: exit %d:\n%s", code, out)
+	}
+
 	// A merged run that holds its shards (as `rlbench run --local-shards`
 	// leaves them) records them relative to itself, so it can be moved
 	// whole and checked again.

@@ -193,10 +193,13 @@ func (t *timings) overhead(ov *runrecord.OverheadBounds, loadOK bool) []Result {
 		}
 		l, b := quantile(limited, q.p), quantile(baseline, q.p)
 		diff := l - b
-		proven, interval := overheadInterval(limited, baseline, q.p, bound)
+		proven, within, interval := overheadInterval(limited, baseline, q.p, bound)
 		explain := fmt.Sprintf("%s latency %v on %s against %v on %s; %s", q.name, l, ov.Route, b, ov.Baseline, interval)
-		if diff > bound && !proven {
+		switch {
+		case diff > bound && !proven:
 			explain += fmt.Sprintf(": above the bound, but not beyond what sampling noise of %d and %d requests explains; more requests narrow the interval", len(limited), len(baseline))
+		case !proven && !within:
+			explain += fmt.Sprintf(": within the bound as measured, not proven so: the interval reaches above it with %d and %d requests", len(limited), len(baseline))
 		}
 		out = append(out, latencyVerdict(Result{
 			Name: CheckOverhead, Scope: q.name, Observed: millis(diff), Bound: millis(bound), Unit: "ms",
@@ -216,9 +219,9 @@ func (t *timings) overhead(ov *runrecord.OverheadBounds, loadOK bool) []Result {
 // the lower (quantileRanks; each side holds with at least
 // 1 − (1 − overheadConfidence)/2, so the interval with at least
 // overheadConfidence − (1 − overheadConfidence)). proven reports whether the
-// interval lies wholly above bound; text describes the interval, an
-// unbounded side as such.
-func overheadInterval(limited, baseline []int64, q float64, bound time.Duration) (proven bool, text string) {
+// interval lies wholly above bound and within whether wholly at or below
+// it; text describes the interval, an unbounded side as such.
+func overheadInterval(limited, baseline []int64, q float64, bound time.Duration) (proven, within bool, text string) {
 	loL, hiL := quantileRanks(len(limited), q, overheadConfidence)
 	loB, hiB := quantileRanks(len(baseline), q, overheadConfidence)
 	low, lowOK := rankDiff(limited, loL, baseline, hiB)
@@ -234,7 +237,7 @@ func overheadInterval(limited, baseline []int64, q float64, bound time.Duration)
 	if !lowOK {
 		text += fmt.Sprintf(" (too few requests to bound the %v-quantile from both sides)", q)
 	}
-	return lowOK && low > bound, text
+	return lowOK && low > bound, highOK && high <= bound, text
 }
 
 // rankDiff is the rank-a value of x less the rank-b value of y, to the
