@@ -186,6 +186,7 @@ func CheckShards(shards []ShardRun, opts ShardOptions) (*ShardedReport, error) {
 			Shard: p.Shard, Dir: sh.Dir, History: sh.Record.History, Hostname: sh.Meta.Hostname, Start: p.Header.Start.UTC(),
 			ClockOffset: time.Duration(*p.Header.ClockOffsetNs), ClockUncertainty: time.Duration(p.UncertaintyNs), ClockSource: p.Header.ClockSource,
 			Shift: time.Duration(p.ShiftNs), Generator: sh.Meta.Generator, AgreedStart: sh.Record.AgreedStart,
+			ClockDrill: sh.Meta.ClockDrill,
 		}
 	}
 	hdr := merge.Header()
@@ -318,8 +319,24 @@ func shardNotes(shards []runrecord.ShardRecord, missing []history.Shard, readers
 			}
 			start = fmt.Sprintf("; began %v after the start %s on %s, %s", a.Late.Round(time.Microsecond), a.At.UTC().Format(time.RFC3339Nano), clock, how)
 		}
-		notes = append(notes, fmt.Sprintf("shard %s%s: %s, limiter clock offset %v ± %v%s, placed at +%v on the merged clock, each request widened by ± %v; %s%s",
-			s.Shard, host, Count(s.Records, "records"), s.ClockOffset, s.ClockUncertainty, source, s.Shift, s.ClockUncertainty, gen, start))
+		drill := ""
+		if d := s.ClockDrill; d != nil {
+			var told []string
+			if d.Skew != 0 {
+				told = append(told, fmt.Sprintf("its wall clock read %v ahead (a sound offset absorbs it)", d.Skew))
+			}
+			if d.Misreport != 0 {
+				told = append(told, fmt.Sprintf("its recorded offset misreported by %v, outside what its uncertainty covers when larger than it: a failure of this run may be false", d.Misreport))
+			}
+			if d.UncertaintyFloor != 0 {
+				told = append(told, fmt.Sprintf("its uncertainty raised to at least %v", d.UncertaintyFloor))
+			}
+			if len(told) > 0 {
+				drill = "; clock drill: " + strings.Join(told, ", ")
+			}
+		}
+		notes = append(notes, fmt.Sprintf("shard %s%s: %s, limiter clock offset %v ± %v%s, placed at +%v on the merged clock, each request widened by ± %v; %s%s%s",
+			s.Shard, host, Count(s.Records, "records"), s.ClockOffset, s.ClockUncertainty, source, s.Shift, s.ClockUncertainty, gen, start, drill))
 	}
 	if len(missing) > 0 {
 		names := make([]string, len(missing))

@@ -499,3 +499,25 @@ func TestShardNotesAgreedStart(t *testing.T) {
 		}
 	}
 }
+
+func TestShardNotesClockDrill(t *testing.T) {
+	notes := shardNotes([]runrecord.ShardRecord{
+		{Shard: history.Shard{Index: 0, Count: 3}, Records: 5, ClockSource: history.ClockRedisTime},
+		{Shard: history.Shard{Index: 1, Count: 3}, Records: 5, ClockSource: history.ClockRedisTime,
+			ClockDrill: &runrecord.ClockDrill{Skew: 300 * time.Millisecond}},
+		{Shard: history.Shard{Index: 2, Count: 3}, Records: 5, ClockSource: history.ClockRedisTime,
+			ClockDrill: &runrecord.ClockDrill{Misreport: 400 * time.Millisecond, UncertaintyFloor: 50 * time.Millisecond}},
+	}, nil, nil)
+	for i, want := range []string{
+		"",
+		"; clock drill: its wall clock read 300ms ahead (a sound offset absorbs it)",
+		"; clock drill: its recorded offset misreported by 400ms, outside what its uncertainty covers when larger than it: a failure of this run may be false, its uncertainty raised to at least 50ms",
+	} {
+		switch {
+		case want == "" && strings.Contains(notes[i], "clock drill"):
+			t.Errorf("note %d = %q: no drill was run", i, notes[i])
+		case want != "" && !strings.HasSuffix(notes[i], want):
+			t.Errorf("note %d = %q, want it to end %q", i, notes[i], want)
+		}
+	}
+}

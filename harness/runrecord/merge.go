@@ -43,6 +43,10 @@ type ShardRecord struct {
 	// AgreedStart is the start the shard's first phase waited for, and how
 	// late it began (its record's); nil when it began at once.
 	AgreedStart *AgreedStart `json:"agreed_start,omitempty"`
+	// ClockDrill is the fiction the shard told about its clock (its
+	// run.json's meta), nil when none: a misreported offset is the one way
+	// a merged check can fail falsely, so the merged run keeps it.
+	ClockDrill *ClockDrill `json:"clock_drill,omitempty"`
 }
 
 // ClockShards is ScenarioRecord.ClockSource of a run merged from shards
