@@ -70,6 +70,35 @@ type dataset struct {
 	// policies are the distinct RateLimit-Policy fields; policies[0] is "",
 	// none.
 	policies []string
+	// seq holds each record's 0-based position in the whole history when
+	// the dataset is part of it (nil: the dataset is the whole history, in
+	// order). rank orders the keys as a pass over the whole history meets
+	// them: a key's is the position of its first record, and a key renamed
+	// after a restart (applyFaults) has renamedRank set too.
+	seq  []int64
+	rank []uint64
+}
+
+// renamedRank marks the rank of a key renamed after a restart.
+const renamedRank = 1 << 63
+
+// seqOf is request i's position in the whole history.
+func (d *dataset) seqOf(i int32) int64 {
+	if d.seq == nil {
+		return int64(i)
+	}
+	return d.seq[i]
+}
+
+// sequenced is a source of part of a history that knows where in the
+// whole history the record it read last stands.
+type sequenced interface {
+	history.Source
+	// Seq is the 0-based position in the whole history of the record
+	// last read.
+	Seq() int64
+	// Len is the number of records the source holds, -1 if unknown.
+	Len() int
 }
 
 type interner struct {
@@ -98,6 +127,13 @@ func load(src history.Source, narrow narrowing) (*dataset, error) {
 	policies.id("")
 	var rec history.Record
 	start := d.header.Start
+	seqs, partOf := src.(sequenced)
+	if partOf {
+		if n := seqs.Len(); n > 0 {
+			d.reqs = make([]request, 0, n)
+			d.seq = make([]int64, 0, n)
+		}
+	}
 	for {
 		err := src.Read(&rec)
 		if err == io.EOF {
@@ -106,9 +142,18 @@ func load(src history.Source, narrow narrowing) (*dataset, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read history: %w", err)
 		}
+		seq := int64(len(d.reqs))
+		if partOf {
+			seq = seqs.Seq()
+			d.seq = append(d.seq, seq)
+		}
+		key := keys.id(rec.Key)
+		if int(key) == len(d.rank) {
+			d.rank = append(d.rank, uint64(seq))
+		}
 		q := request{
 			sent: rec.SentNs, recv: rec.ReceivedNs, answered: rec.ReceivedNs, id: rec.ID, cost: max(rec.Cost, 1),
-			key: keys.id(rec.Key), route: routes.id(rec.Route), inst: insts.id(rec.Instance),
+			key: key, route: routes.id(rec.Route), inst: insts.id(rec.Instance),
 			status: int16(rec.Status), outcome: outcomeOf(&rec), retryAfter: raNone,
 			rlLimit: -1, rlRemain: -1, rlReset: -1,
 		}

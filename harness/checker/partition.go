@@ -1,0 +1,357 @@
+package checker
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+
+	"github.com/rlbench/rlbench/harness/history"
+)
+
+// DefaultMemoryBudget is Policy.MemoryBudget's default: 512 MiB.
+const DefaultMemoryBudget = 512 << 20
+
+// How Check spends its memory budget: half holds the encoded records
+// (about 40 bytes each) before they spill to the temporary file, half the
+// partitions under check, one per worker, at about checkedRecordBytes a
+// record (the request, the per-record conclusions, the key's indexes).
+const (
+	checkedRecordBytes = 320
+	// buckets is the number of partitions by hash of key; a worker checks
+	// a run of them at once (a task).
+	buckets = 256
+	// minParallel is the fewest records Check splits into several tasks:
+	// a smaller history is checked in one.
+	minParallel = 1 << 14
+)
+
+// plan is how a check partitions a history.
+type plan struct {
+	workers int
+	// spillAt is the most bytes of encoded records held in memory; beyond
+	// it they go to a temporary file in tempDir.
+	spillAt int64
+	tempDir string
+	// taskRecords is the most records a task holds, unless one bucket
+	// alone holds more; minParallel the fewest records split into tasks.
+	taskRecords int
+	minParallel int
+}
+
+// planFor is the plan of Check under p: every core, and p's memory budget.
+func planFor(p Policy) plan {
+	budget := p.MemoryBudget
+	if budget <= 0 {
+		budget = DefaultMemoryBudget
+	}
+	workers := runtime.GOMAXPROCS(0)
+	return plan{
+		workers:     workers,
+		spillAt:     budget / 2,
+		tempDir:     p.TempDir,
+		taskRecords: max(int(budget/2/int64(workers)/checkedRecordBytes), 1),
+		minParallel: minParallel,
+	}
+}
+
+// bucket is the encoded records of one partition: those spilled to the
+// temporary file (chunks) and those still in memory (mem), n in all.
+type bucket struct {
+	mem    []byte
+	chunks []chunk
+	n      int
+	last   int64 // position of the bucket's last record
+}
+
+type chunk struct{ off, len int64 }
+
+// partitions is a history sorted by key into buckets.
+type partitions struct {
+	hdr     history.Header
+	strs    strtab
+	buckets [buckets]bucket
+	records int
+	end     int64 // the latest received time, after narrowing
+	inMem   int64
+	file    *os.File // the temporary file, nil until a spill
+	fileLen int64
+}
+
+// partition reads every record of src into buckets by a hash of its key,
+// spilling to a temporary file past pl.spillAt bytes. The caller must call
+// close, whatever the error.
+func partition(src history.Source, narrow narrowing, pl plan) (*partitions, error) {
+	ps := &partitions{hdr: src.Header()}
+	for i := range ps.buckets {
+		ps.buckets[i].last = -1
+	}
+	var rec history.Record
+	for seq := int64(0); ; seq++ {
+		err := src.Read(&rec)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return ps, fmt.Errorf("read history: %w", err)
+		}
+		q := request{sent: rec.SentNs, recv: rec.ReceivedNs}
+		narrow.apply(&q, rec.DecisionUs)
+		ps.end = max(ps.end, q.recv)
+		b := &ps.buckets[bucketOf(rec.Key)]
+		before := len(b.mem)
+		b.mem = ps.strs.appendRecord(b.mem, seq, b.last, &rec)
+		b.last = seq
+		b.n++
+		ps.records++
+		if ps.inMem += int64(len(b.mem) - before); ps.inMem > pl.spillAt {
+			if err := ps.spill(pl.tempDir); err != nil {
+				return ps, err
+			}
+		}
+	}
+	return ps, nil
+}
+
+// bucketOf is the bucket of key: FNV-1a.
+func bucketOf(key string) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(key); i++ {
+		h ^= uint32(key[i])
+		h *= 16777619
+	}
+	return int(h % buckets)
+}
+
+// spill appends every bucket's records in memory to the temporary file.
+func (ps *partitions) spill(dir string) error {
+	if ps.file == nil {
+		f, err := os.CreateTemp(dir, "rlbench-check-*.part")
+		if err != nil {
+			return fmt.Errorf("partition the history: %w (set the temporary directory, TMPDIR, to one with room)", err)
+		}
+		ps.file = f
+	}
+	for i := range ps.buckets {
+		b := &ps.buckets[i]
+		if len(b.mem) == 0 {
+			continue
+		}
+		if _, err := ps.file.WriteAt(b.mem, ps.fileLen); err != nil {
+			return fmt.Errorf("partition the history: %w", err)
+		}
+		b.chunks = append(b.chunks, chunk{ps.fileLen, int64(len(b.mem))})
+		ps.fileLen += int64(len(b.mem))
+		b.mem = b.mem[:0]
+	}
+	ps.inMem = 0
+	return nil
+}
+
+// close removes the temporary file.
+func (ps *partitions) close() error {
+	if ps == nil || ps.file == nil {
+		return nil
+	}
+	err := ps.file.Close()
+	if rerr := os.Remove(ps.file.Name()); err == nil {
+		err = rerr
+	}
+	ps.file = nil
+	return err
+}
+
+// tasks groups the buckets into runs of at most pl.taskRecords records
+// (unless one bucket holds more), enough of them to keep every worker busy;
+// a history below pl.minParallel records is one task.
+func (ps *partitions) tasks(pl plan) [][2]int {
+	target := ps.records
+	if ps.records >= pl.minParallel {
+		target = min(pl.taskRecords, max(ps.records/(4*pl.workers), 1))
+	}
+	var out [][2]int
+	from, n := 0, 0
+	for i := range ps.buckets {
+		if k := ps.buckets[i].n; n > 0 && n+k > target {
+			out = append(out, [2]int{from, i})
+			from, n = i, 0
+		}
+		n += ps.buckets[i].n
+	}
+	return append(out, [2]int{from, buckets})
+}
+
+// bytes returns the encoded records of bucket i, read back from the
+// temporary file where they spilled, and lets go of those in memory.
+func (ps *partitions) bytes(i int) ([]byte, error) {
+	b := &ps.buckets[i]
+	if len(b.chunks) == 0 {
+		buf := b.mem
+		b.mem = nil
+		return buf, nil
+	}
+	var size int64
+	for _, c := range b.chunks {
+		size += c.len
+	}
+	buf := make([]byte, size, size+int64(len(b.mem)))
+	pos := int64(0)
+	for _, c := range b.chunks {
+		if _, err := ps.file.ReadAt(buf[pos:pos+c.len], c.off); err != nil {
+			return nil, fmt.Errorf("read back the partitioned history: %w", err)
+		}
+		pos += c.len
+	}
+	buf = append(buf, b.mem...)
+	b.mem = nil
+	return buf, nil
+}
+
+// taskSource reads the records of a run of buckets in history order.
+type taskSource struct {
+	hdr  history.Header
+	decs []*recordDecoder // by next position, a min-heap
+	n    int
+	seq  int64
+}
+
+func (ps *partitions) taskSource(from, to int) (*taskSource, error) {
+	ts := &taskSource{hdr: ps.hdr}
+	for i := from; i < to; i++ {
+		if ps.buckets[i].n == 0 {
+			continue
+		}
+		buf, err := ps.bytes(i)
+		if err != nil {
+			return nil, err
+		}
+		ts.n += ps.buckets[i].n
+		ts.decs = append(ts.decs, newRecordDecoder(&ps.strs, buf))
+	}
+	for i := len(ts.decs)/2 - 1; i >= 0; i-- {
+		ts.down(i)
+	}
+	return ts, nil
+}
+
+func (ts *taskSource) Header() history.Header { return ts.hdr }
+func (ts *taskSource) Seq() int64             { return ts.seq }
+func (ts *taskSource) Len() int               { return ts.n }
+
+func (ts *taskSource) Read(r *history.Record) error {
+	if len(ts.decs) == 0 {
+		return io.EOF
+	}
+	d := ts.decs[0]
+	if err := d.read(r); err != nil {
+		return err
+	}
+	ts.seq = d.seq
+	if !d.more() {
+		if d.err != nil {
+			return d.err
+		}
+		last := len(ts.decs) - 1
+		ts.decs[0] = ts.decs[last]
+		ts.decs = ts.decs[:last]
+	}
+	ts.down(0)
+	return nil
+}
+
+// down restores the heap order below i.
+func (ts *taskSource) down(i int) {
+	h := ts.decs
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && h[r].nextSeq() < h[l].nextSeq() {
+			m = r
+		}
+		if h[i].nextSeq() <= h[m].nextSeq() {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// checkPartitioned checks the history src under p, prepared (prepare),
+// by partitions under plan pl, and merges their parts into the report.
+func checkPartitioned(src history.Source, p Policy, c clock, pl plan) (_ *Report, err error) {
+	narrow := narrowingOf(p, c)
+	ps, err := partition(src, narrow, pl)
+	defer func() {
+		if cerr := ps.close(); err == nil && cerr != nil {
+			err = fmt.Errorf("remove the partitioned history: %w", cerr)
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	if ps.records == 0 {
+		return nil, ErrEmptyHistory
+	}
+	uses := limitUses(p)
+	tasks := ps.tasks(pl)
+	parts := make([]*partial, len(tasks))
+	var (
+		mu     sync.Mutex // guards next, failed, and reading back the buckets
+		next   int
+		failed error
+		wg     sync.WaitGroup
+	)
+	fail := func(err error) {
+		mu.Lock()
+		failed = firstErr(failed, err)
+		mu.Unlock()
+	}
+	for range min(pl.workers, len(tasks)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				t := next
+				next++
+				if t >= len(tasks) || failed != nil {
+					mu.Unlock()
+					return
+				}
+				ts, err := ps.taskSource(tasks[t][0], tasks[t][1])
+				mu.Unlock()
+				if err != nil {
+					fail(err)
+					return
+				}
+				d, err := load(ts, narrow)
+				if err != nil {
+					fail(err)
+					return
+				}
+				parts[t] = collect(d, p, c, uses, ps.end)
+			}
+		}()
+	}
+	wg.Wait()
+	if failed != nil {
+		return nil, failed
+	}
+	merged := parts[0]
+	for _, o := range parts[1:] {
+		merged.merge(o)
+	}
+	return finish(ps.hdr, p, c, uses, merged), nil
+}
+
+// firstErr is err, unless it is nil: then next.
+func firstErr(err, next error) error {
+	if err != nil {
+		return err
+	}
+	return next
+}
