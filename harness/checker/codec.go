@@ -33,16 +33,24 @@ const maxStrings = 1 << 16
 type strtab struct {
 	ids   map[string]uint64
 	names []string
+	// last is the last string of each shared field and its id: most
+	// records repeat the previous record's.
+	last [4]struct {
+		s  string
+		id uint64
+	}
 }
 
-// headerIndex maps each name of history.RateLimitHeaders to its index.
-var headerIndex = func() map[string]byte {
-	m := make(map[string]byte, len(history.RateLimitHeaders))
+// headerIndexOf is the index of name in history.RateLimitHeaders, -1 if
+// it is not there.
+func headerIndexOf(name string) int {
 	for i, n := range history.RateLimitHeaders {
-		m[n] = byte(i)
+		if n == name {
+			return i
+		}
 	}
-	return m
-}()
+	return -1
+}
 
 // appendRecord appends the encoding of r, at position seq in the history,
 // to buf; prev is the position of the partition's previous record (-1 for
@@ -51,10 +59,10 @@ func (t *strtab) appendRecord(buf []byte, seq, prev int64, r *history.Record) []
 	buf = binary.AppendUvarint(buf, uint64(seq-prev))
 	buf = binary.AppendUvarint(buf, r.ID)
 	buf = appendString(buf, r.Key)
-	buf = t.appendShared(buf, r.Instance)
-	buf = t.appendShared(buf, r.Route)
-	buf = t.appendShared(buf, r.Phase)
-	buf = t.appendShared(buf, r.Error)
+	buf = t.appendShared(buf, 0, r.Instance)
+	buf = t.appendShared(buf, 1, r.Route)
+	buf = t.appendShared(buf, 2, r.Phase)
+	buf = t.appendShared(buf, 3, r.Error)
 	buf = binary.AppendVarint(buf, r.Cost)
 	// Differences wrap around on overflow and back on decoding.
 	buf = binary.AppendVarint(buf, r.IntendedNs)
@@ -65,8 +73,8 @@ func (t *strtab) appendRecord(buf []byte, seq, prev int64, r *history.Record) []
 	buf = binary.AppendVarint(buf, r.DecisionUs)
 	buf = binary.AppendUvarint(buf, uint64(len(r.Headers)))
 	for name, v := range r.Headers {
-		if i, ok := headerIndex[name]; ok {
-			buf = append(buf, i+1)
+		if i := headerIndexOf(name); i >= 0 {
+			buf = append(buf, byte(i+1))
 		} else {
 			buf = appendString(append(buf, 0), name)
 		}
@@ -79,8 +87,12 @@ func appendString(buf []byte, s string) []byte {
 	return append(binary.AppendUvarint(buf, uint64(len(s))), s...)
 }
 
-// appendShared appends s as an index into t (0: s follows in full).
-func (t *strtab) appendShared(buf []byte, s string) []byte {
+// appendShared appends s, of shared field f, as an index into t (0: s
+// follows in full).
+func (t *strtab) appendShared(buf []byte, f int, s string) []byte {
+	if l := &t.last[f]; l.id > 0 && l.s == s {
+		return binary.AppendUvarint(buf, l.id)
+	}
 	id, ok := t.ids[s]
 	if !ok && len(t.names) < maxStrings {
 		if t.ids == nil {
@@ -94,6 +106,7 @@ func (t *strtab) appendShared(buf []byte, s string) []byte {
 	if !ok {
 		return appendString(append(buf, 0), s)
 	}
+	t.last[f].s, t.last[f].id = s, id
 	return binary.AppendUvarint(buf, id)
 }
 
@@ -103,12 +116,13 @@ type recordDecoder struct {
 	buf  []byte
 	pos  int
 	seq  int64 // position of the record last read
+	next int64 // position of the next record, -1 until looked up
 	err  error
 	keys map[string]string // one copy of each key of the partition
 }
 
 func newRecordDecoder(t *strtab, buf []byte) *recordDecoder {
-	return &recordDecoder{t: t, buf: buf, seq: -1, keys: map[string]string{}}
+	return &recordDecoder{t: t, buf: buf, seq: -1, next: -1, keys: map[string]string{}}
 }
 
 // more reports whether a record is left.
@@ -116,12 +130,16 @@ func (d *recordDecoder) more() bool { return d.err == nil && d.pos < len(d.buf) 
 
 // nextSeq returns the position of the next record without reading it.
 func (d *recordDecoder) nextSeq() int64 {
+	if d.next >= 0 {
+		return d.next
+	}
 	v, n := binary.Uvarint(d.buf[d.pos:])
 	if n <= 0 {
 		d.fail()
 		return math.MaxInt64
 	}
-	return d.seq + int64(v)
+	d.next = d.seq + int64(v)
+	return d.next
 }
 
 func (d *recordDecoder) fail() {
@@ -189,6 +207,7 @@ func (d *recordDecoder) read(r *history.Record) error {
 	headers := r.Headers
 	clear(headers)
 	d.seq += int64(d.uvarint())
+	d.next = -1
 	*r = history.Record{ID: d.uvarint(), Key: d.key(), Instance: d.shared(), Route: d.shared(), Phase: d.shared(), Error: d.shared()}
 	r.Cost = d.varint()
 	r.IntendedNs = d.varint()

@@ -298,3 +298,10 @@ func TestTasksCoverBuckets(t *testing.T) {
 		})
 	}
 }
+
+// Every rate-limit field a record keeps has a place in a headerSet.
+func TestRateLimitHeadersFit(t *testing.T) {
+	if n := len(history.RateLimitHeaders); n > maxRateLimitHeaders {
+		t.Fatalf("%d rate-limit headers, headerSet holds %d: raise maxRateLimitHeaders", n, maxRateLimitHeaders)
+	}
+}
