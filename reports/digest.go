@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -231,6 +232,8 @@ func digestHistory(r io.Reader, name string, ss checker.ScenarioSummary, rec *ru
 	if err != nil {
 		return nil, err
 	}
+	src.ReadAhead(runtime.GOMAXPROCS(0)) // decoding JSON is most of reading
+	defer src.Close()
 	d := newDigest(src.Header(), ss, rec)
 	if err := readAll(src, d); err != nil {
 		return nil, err

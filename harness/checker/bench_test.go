@@ -225,7 +225,7 @@ func BenchmarkCheck10M(b *testing.B) {
 // default; 10M (about 250 MB of history, generated once, and 10 s or so a
 // check) and 100M (2.5 GB, minutes) when asked:
 //
-//	go test -run '^$' -bench CheckFile ./harness/checker/ -records 1M,10M
+//	go test -run '^$' -bench CheckFile ./harness/checker/ -records=1M,10M
 var benchRecords = flag.String("records", "1M", "history sizes BenchmarkCheckFile checks, comma-separated: 1M, 10M, 100M")
 
 // BenchmarkCheckFile checks a history file of records decided by the

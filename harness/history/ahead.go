@@ -61,9 +61,9 @@ type readAhead struct {
 // batch is a run of lines, decoded by one worker.
 type batch struct {
 	arena []byte
-	ends  []int  // end of each line in arena
-	nums  []int  // line numbers
-	last  bool   // the batch's last line is the input's
+	ends  []int // end of each line in arena
+	nums  []int // line numbers
+	last  bool  // the batch's last line is the input's
 	recs  []Record
 	errs  []error
 	end   error // after the batch's lines: io.EOF or the reader's error; nil for more

@@ -1,12 +1,12 @@
 package history
 
 import (
-	"maps"
 	"bytes"
 	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"

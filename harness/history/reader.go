@@ -109,7 +109,7 @@ func (r *Reader) Read(rec *Record) error {
 // is the last line and holds part of a record.
 var (
 	errLineInterrupted = errors.New("interrupted")
-	errPartial     = errors.New("partial record")
+	errPartial         = errors.New("partial record")
 )
 
 // decodeLine decodes line n (last: the input's last line) into rec,
