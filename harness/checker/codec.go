@@ -202,7 +202,9 @@ func (d *recordDecoder) key() string {
 	return k
 }
 
-// read decodes the next record into r, reusing its Headers map.
+// read decodes the next record into r, reusing its Headers map: the
+// codec's whole decoder, which loadTask follows for the fields the checks
+// read.
 func (d *recordDecoder) read(r *history.Record) error {
 	headers := r.Headers
 	clear(headers)

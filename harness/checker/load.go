@@ -90,17 +90,6 @@ func (d *dataset) seqOf(i int32) int64 {
 	return d.seq[i]
 }
 
-// sequenced is a source of part of a history that knows where in the
-// whole history the record it read last stands.
-type sequenced interface {
-	history.Source
-	// Seq is the 0-based position in the whole history of the record
-	// last read.
-	Seq() int64
-	// Len is the number of records the source holds, -1 if unknown.
-	Len() int
-}
-
 type interner struct {
 	ids   map[string]uint32
 	names []string
@@ -126,21 +115,15 @@ func (in *interner) id(s string) uint32 {
 	return id
 }
 
-// load reads every record of src into a dataset, letting narrow shrink each
-// request's [sent, received] to a reported decision time.
+// load reads every record of src, a whole history, into a dataset, letting
+// narrow shrink each request's [sent, received] to a reported decision
+// time. A partitioned check reads its parts with loadTask.
 func load(src history.Source, narrow narrowing) (*dataset, error) {
 	d := &dataset{header: src.Header()}
 	var keys, routes, insts, policies interner
 	policies.id("")
 	var rec history.Record
 	start := d.header.Start
-	seqs, partOf := src.(sequenced)
-	if partOf {
-		if n := seqs.Len(); n > 0 {
-			d.reqs = make([]request, 0, n)
-			d.seq = make([]int64, 0, n)
-		}
-	}
 	for {
 		err := src.Read(&rec)
 		if err == io.EOF {
@@ -149,14 +132,9 @@ func load(src history.Source, narrow narrowing) (*dataset, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read history: %w", err)
 		}
-		seq := int64(len(d.reqs))
-		if partOf {
-			seq = seqs.Seq()
-			d.seq = append(d.seq, seq)
-		}
 		key := keys.id(rec.Key)
 		if int(key) == len(d.rank) {
-			d.rank = append(d.rank, uint64(seq))
+			d.rank = append(d.rank, uint64(len(d.reqs)))
 		}
 		q := request{
 			sent: rec.SentNs, recv: rec.ReceivedNs, answered: rec.ReceivedNs, id: rec.ID, cost: max(rec.Cost, 1),

@@ -208,16 +208,18 @@ func (ps *partitions) bytes(i int) ([]byte, error) {
 	return buf, nil
 }
 
-// taskSource reads the records of a run of buckets in history order.
+// taskSource is the records of a run of buckets, in history order: a heap
+// of the buckets' decoders by the position of their next record
+// (loadTask reads them).
 type taskSource struct {
 	hdr  history.Header
+	strs *strtab
 	decs []*recordDecoder // by next position, a min-heap
 	n    int
-	seq  int64
 }
 
 func (ps *partitions) taskSource(from, to int) (*taskSource, error) {
-	ts := &taskSource{hdr: ps.hdr}
+	ts := &taskSource{hdr: ps.hdr, strs: &ps.strs}
 	for i := from; i < to; i++ {
 		if ps.buckets[i].n == 0 {
 			continue
@@ -233,31 +235,6 @@ func (ps *partitions) taskSource(from, to int) (*taskSource, error) {
 		ts.down(i)
 	}
 	return ts, nil
-}
-
-func (ts *taskSource) Header() history.Header { return ts.hdr }
-func (ts *taskSource) Seq() int64             { return ts.seq }
-func (ts *taskSource) Len() int               { return ts.n }
-
-func (ts *taskSource) Read(r *history.Record) error {
-	if len(ts.decs) == 0 {
-		return io.EOF
-	}
-	d := ts.decs[0]
-	if err := d.read(r); err != nil {
-		return err
-	}
-	ts.seq = d.seq
-	if !d.more() {
-		if d.err != nil {
-			return d.err
-		}
-		last := len(ts.decs) - 1
-		ts.decs[0] = ts.decs[last]
-		ts.decs = ts.decs[:last]
-	}
-	ts.down(0)
-	return nil
 }
 
 // down restores the heap order below i.
@@ -328,7 +305,7 @@ func checkPartitioned(src history.Source, p Policy, c clock, pl plan) (_ *Report
 					fail(err)
 					return
 				}
-				d, err := load(ts, narrow)
+				d, err := loadTask(ts, narrow)
 				if err != nil {
 					fail(err)
 					return
