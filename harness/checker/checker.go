@@ -180,13 +180,14 @@ func narrowingOf(p Policy, c clock) narrowing {
 // collect runs the checks on d, a part of the history holding every record
 // of its keys, into a new partial. end is the latest received time of the
 // whole history (a fault never healed lasts until it).
-func collect(d *dataset, p Policy, c clock, uses []limitUse, end int64) *partial {
+// ws, when not nil, lends the checks memory a previous part used.
+func collect(d *dataset, p Policy, c clock, uses []limitUse, end int64, ws *workspace) *partial {
 	pt := newPartial(p, uses)
 	pt.counts = countRecorded(d)
 	pt.end = end
 	applyFaults(d, p, p.Faults, end, pt.faults)
 	pt.counts.Faulted = countFaulted(d)
-	checkDataset(d, p, c, uses, pt)
+	checkDataset(d, p, c, uses, pt, ws)
 	return pt
 }
 
@@ -284,6 +285,30 @@ const (
 	justKnown uint8 = 2 // justified with only admitted requests
 )
 
+// workspace is memory the checks of one part of a history lend the next
+// part's, on one goroutine: touching fresh memory for every part costs
+// more than clearing what the last part used.
+type workspace struct {
+	reqs      []request
+	seq       []int64
+	ruleOf    []int32
+	justified []uint8
+	waits     [6][]int64
+	idx       []int32
+	sc        scratch
+}
+
+// zeroed returns n zero values in *buf, growing it if it holds fewer.
+func zeroed[T any](buf *[]T, n int) []T {
+	if cap(*buf) < n {
+		*buf = make([]T, n)
+		return *buf
+	}
+	*buf = (*buf)[:n]
+	clear(*buf)
+	return *buf
+}
+
 // limitUses lists the distinct limits of p's rules: each is checked once
 // over every record of every rule that applies it, since a limiter keys
 // state by identity and policy, so routes sharing a policy share its
@@ -304,9 +329,14 @@ func limitUses(p Policy) []limitUse {
 	return uses
 }
 
-// checkDataset runs the ordinary checks on d (after applyFaults) into pt.
-func checkDataset(d *dataset, p Policy, c clock, uses []limitUse, pt *partial) {
-	r := &run{d: d, p: p, res: int64(p.Resolution)}
+// checkDataset runs the ordinary checks on d (after applyFaults) into pt,
+// in memory ws lends when not nil.
+func checkDataset(d *dataset, p Policy, c clock, uses []limitUse, pt *partial, ws *workspace) {
+	if ws == nil {
+		ws = &workspace{}
+	}
+	r := &run{d: d, p: p, res: int64(p.Resolution), sc: ws.sc}
+	defer func() { ws.sc = r.sc }()
 	r.clockKnown, r.base, r.off, r.unc = c.known, c.base, c.off, c.unc
 	n := len(d.reqs)
 	// Which rules match each interned route and key: per-record matching is
@@ -323,14 +353,14 @@ func checkDataset(d *dataset, p Policy, c clock, uses []limitUse, pt *partial) {
 			keyOK[j][i] = match(rule.Key, key)
 		}
 	}
-	r.ruleOf = make([]int32, n)
-	r.justified = make([]uint8, n)
-	r.waitLo = make([]int64, n)
-	r.waitHi = make([]int64, n)
-	r.waitLoU = make([]int64, n)
-	r.waitHiK = make([]int64, n)
-	r.remHi = make([]int64, n)
-	r.remLo = make([]int64, n)
+	r.ruleOf = zeroed(&ws.ruleOf, n)
+	r.justified = zeroed(&ws.justified, n)
+	r.waitLo = zeroed(&ws.waits[0], n)
+	r.waitHi = zeroed(&ws.waits[1], n)
+	r.waitLoU = zeroed(&ws.waits[2], n)
+	r.waitHiK = zeroed(&ws.waits[3], n)
+	r.remHi = zeroed(&ws.waits[4], n)
+	r.remLo = zeroed(&ws.waits[5], n)
 	for i := range d.reqs {
 		q := &d.reqs[i]
 		r.ruleOf[i] = -1
@@ -350,7 +380,7 @@ func checkDataset(d *dataset, p Policy, c clock, uses []limitUse, pt *partial) {
 		}
 	}
 	r.status(&pt.status)
-	idx := make([]int32, 0, n)
+	idx := zeroed(&ws.idx, n)[:0]
 	for k, u := range uses {
 		idx = idx[:0]
 		for i := range d.reqs {

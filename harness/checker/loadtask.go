@@ -11,8 +11,9 @@ import (
 // dataset: load's work, to the same dataset, without a history.Record and
 // its map of headers between. narrow shrinks each request's [sent,
 // received] to a reported decision time.
-func loadTask(ts *taskSource, narrow narrowing) (*dataset, error) {
-	d := &dataset{header: ts.hdr, reqs: make([]request, 0, ts.n), seq: make([]int64, 0, ts.n)}
+// ws lends it the memory of a previous task's dataset.
+func loadTask(ts *taskSource, narrow narrowing, ws *workspace) (*dataset, error) {
+	d := &dataset{header: ts.hdr, reqs: zeroed(&ws.reqs, ts.n)[:0], seq: zeroed(&ws.seq, ts.n)[:0]}
 	var keys, routes, insts, policies interner
 	policies.id("")
 	start := d.header.Start

@@ -291,6 +291,7 @@ func checkPartitioned(src history.Source, p Policy, c clock, pl plan) (_ *Report
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var ws workspace
 			for {
 				mu.Lock()
 				t := next
@@ -305,12 +306,12 @@ func checkPartitioned(src history.Source, p Policy, c clock, pl plan) (_ *Report
 					fail(err)
 					return
 				}
-				d, err := loadTask(ts, narrow)
+				d, err := loadTask(ts, narrow, &ws)
 				if err != nil {
 					fail(err)
 					return
 				}
-				parts[t] = collect(d, p, c, uses, ps.end)
+				parts[t] = collect(d, p, c, uses, ps.end, &ws)
 			}
 		}()
 	}

@@ -30,7 +30,7 @@ func checkSequential(src history.Source, p Policy) (*Report, error) {
 		end = max(end, d.reqs[i].recv)
 	}
 	uses := limitUses(p)
-	return finish(d.header, p, c, uses, collect(d, p, c, uses, end)), nil
+	return finish(d.header, p, c, uses, collect(d, p, c, uses, end, nil)), nil
 }
 
 // smallPlan partitions even a handful of records: tasks of at most
