@@ -2,7 +2,6 @@ package checker
 
 import (
 	"bufio"
-	"bytes"
 	"flag"
 	"fmt"
 	"io"
@@ -90,49 +89,8 @@ func BenchmarkCheck1M(b *testing.B) {
 	}
 }
 
-// BenchmarkCheckFile1M is BenchmarkCheck1M's GCRA case read from a gzip
-// history file in memory: decoding included.
-func BenchmarkCheckFile1M(b *testing.B) {
-	l, err := limiter.ParseLimit("gcra:100/1s,burst=20")
-	if err != nil {
-		b.Fatal(err)
-	}
-	const n = 1_000_000
-	src := benchHistory(b, n, 1000, l)
-	var buf bytes.Buffer
-	w, err := history.NewWriter(&buf, src.h)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for i := range src.recs {
-		if err := w.Write(&src.recs[i]); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		b.Fatal(err)
-	}
-	src = nil
-	p := Policy{Rules: []Rule{{Limits: []Limit{mustLimit(b, l.Spec())}}}}
-	b.ReportAllocs()
-	for b.Loop() {
-		r, err := history.NewReader(bytes.NewReader(buf.Bytes()), "")
-		if err != nil {
-			b.Fatal(err)
-		}
-		rep, err := Check(r, p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if v := rep.Verdict(); v != Pass {
-			b.Fatalf("verdict %s", v)
-		}
-	}
-	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
-}
-
-// genSource streams a reference-limiter history without holding it, so
-// that a benchmark measures the checker's own memory.
+// genSource streams a reference-limiter history without holding it: what
+// BenchmarkCheckFile writes to its files.
 type genSource struct {
 	n, i  int
 	keys  []string
@@ -181,44 +139,6 @@ func (g *genSource) Read(r *history.Record) error {
 		headers["retry-after"] = strconv.FormatInt(dec.RetryAfterSeconds(), 10)
 	}
 	return nil
-}
-
-// BenchmarkCheck10M checks ten million streamed records (GCRA, 10,000 keys)
-// and reports the peak heap the checker held.
-func BenchmarkCheck10M(b *testing.B) {
-	l, err := limiter.ParseLimit("gcra:100/1s,burst=20")
-	if err != nil {
-		b.Fatal(err)
-	}
-	p := Policy{Rules: []Rule{{Limits: []Limit{mustLimit(b, l.Spec())}}}}
-	var peak uint64
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			peak = max(peak, ms.HeapInuse)
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}()
-	for b.Loop() {
-		rep, err := Check(newGenSource(10_000_000, 10_000, l), p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if v := rep.Verdict(); v != Pass {
-			b.Fatalf("verdict %s", v)
-		}
-	}
-	close(stop)
-	<-done
-	b.ReportMetric(float64(peak)/(1<<20), "MiB-peak-heap")
 }
 
 // benchRecords lists the history sizes BenchmarkCheckFile checks: 1M by

@@ -1,6 +1,9 @@
 package checker
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // A check runs on part of a history at a time: the records of some keys
 // (partition.go). Each check first collects, from its part, what its result
@@ -45,22 +48,12 @@ func (l *exampleList) merge(o exampleList) {
 		return
 	}
 	all := append(slices.Clone(l.first), o.first...)
-	slices.SortStableFunc(all, func(a, b example) int { return cmpSeq(a.seq, b.seq) })
+	slices.SortStableFunc(all, func(a, b example) int { return cmp.Compare(a.seq, b.seq) })
 	l.first = all[:min(len(all), maxExamples)]
 }
 
-func cmpSeq(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// proof lists the first examples of l, with the key and interval of the
-// first: nil for an empty list.
+// examplesProof lists the requests first (at most maxExamples), with the
+// key and interval of the first: nil for none.
 func examplesProof(first []example) *Proof {
 	if len(first) == 0 {
 		return nil

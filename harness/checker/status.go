@@ -59,7 +59,7 @@ func (sp *statusPart) result(rep *Report) Result {
 	}
 	// The commonest cause first; ties in order of first appearance.
 	causes := slices.Clone(sp.causes)
-	slices.SortFunc(causes, func(a, b *statusCause) int { return cmpSeq(a.list.first[0].seq, b.list.first[0].seq) })
+	slices.SortFunc(causes, func(a, b *statusCause) int { return cmp.Compare(a.list.first[0].seq, b.list.first[0].seq) })
 	slices.SortStableFunc(causes, func(a, b *statusCause) int { return cmp.Compare(b.list.n, a.list.n) })
 	var bad []example
 	var parts []string
