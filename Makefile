@@ -78,7 +78,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench 'BenchmarkOverheadVersusRedisRate' -benchtime 5000x -count 3 ./limiter/httplimit/ | tee -a $(BENCH_OUT)
 	$(GO) test -run '^$$' -bench 'BenchmarkRedisCeiling' -benchtime 300000x -count 3 ./limiter/redisstore/ | tee -a $(BENCH_OUT)
 # The checker on a history file of ten million records (generated once
-# into $$TMPDIR/rlbench-bench, a few minutes): reading, decoding and every
+# into $TMPDIR/rlbench-bench, a few minutes): reading, decoding and every
 # check, with its goal of 10 s and 1 GiB of heap on two cores.
 	$(GO) test -run '^$$' -bench 'BenchmarkCheckFile$$' -benchtime 1x -count 3 -timeout 60m ./harness/checker/ -records=10M | tee -a $(BENCH_OUT)
 	@echo

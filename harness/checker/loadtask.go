@@ -78,9 +78,11 @@ func loadTask(ts *taskSource, narrow narrowing, ws *workspace) (*dataset, error)
 					continue
 				}
 				v := dec.bytes()
-				if int(i) <= len(history.RateLimitHeaders) {
-					hs.vals[i-1], hs.has = values.get(v), hs.has|1<<(i-1)
+				if int(i) > len(history.RateLimitHeaders) {
+					dec.fail()
+					break
 				}
+				hs.vals[i-1], hs.has = values.get(v), hs.has|1<<(i-1)
 			}
 			parseHeaders(&q, &hs, start.Add(time.Duration(q.recv)))
 			if v, ok := hs.get(hPolicy); ok {

@@ -56,9 +56,9 @@ func checkPlanned(src history.Source, p Policy, pl plan) (*Report, error) {
 // spent keys, clock resolutions), in tasks of one to a few records, on one
 // to three workers, in memory and spilled to a temporary file.
 func TestPartitionedIsSequential(t *testing.T) {
-	seeds := uint64(1500)
+	seeds := uint64(500)
 	if testing.Short() {
-		seeds = 300
+		seeds = 100
 	}
 	dir := t.TempDir()
 	plans := []plan{
@@ -175,9 +175,11 @@ func TestCodecCarriesEveryField(t *testing.T) {
 	var buf []byte
 	recs := []history.Record{full, edge, odd, {}}
 	prev := int64(-1)
+	ends := map[int]int{0: 0} // encoding length → records whole in it
 	for i := range recs {
 		buf = tab.appendRecord(buf, int64(3*i), prev, &recs[i])
 		prev = int64(3 * i)
+		ends[len(buf)] = i + 1
 	}
 	dec := newRecordDecoder(&tab, buf)
 	for i, want := range recs {
@@ -198,7 +200,7 @@ func TestCodecCarriesEveryField(t *testing.T) {
 	if dec.more() {
 		t.Error("records left after the last")
 	}
-	// A cut encoding is an error, not a panic.
+	// A cut encoding is an error, not a panic, to both decoders.
 	for n := range len(buf) {
 		d := newRecordDecoder(&tab, buf[:n])
 		var r history.Record
@@ -206,6 +208,18 @@ func TestCodecCarriesEveryField(t *testing.T) {
 			if d.read(&r) != nil {
 				break
 			}
+		}
+		if n == 0 {
+			continue
+		}
+		ts := &taskSource{hdr: history.NewHeader(epoch), strs: &tab, decs: []*recordDecoder{newRecordDecoder(&tab, buf[:n])}, n: len(recs)}
+		ds, err := loadTask(ts, narrowing{}, &workspace{})
+		whole, boundary := ends[n]
+		switch {
+		case boundary && (err != nil || len(ds.reqs) != whole):
+			t.Errorf("cut at %d, after record %d: loadTask = %v", n, whole, err)
+		case !boundary && !errors.Is(err, errCodec):
+			t.Errorf("cut at %d, inside a record: loadTask = %v, want errCodec", n, err)
 		}
 	}
 }
