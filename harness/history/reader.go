@@ -35,7 +35,7 @@ type Reader struct {
 	// interned shares one copy of repeated keys, routes, instances and
 	// header values.
 	interned map[string]string
-	recent   [512]string // the strings interned last, by hash
+	recent   [4096]string // the strings interned last, by hash
 	// ahead, when set, decodes records ahead of Read (ReadAhead).
 	ahead *readAhead
 }
