@@ -25,6 +25,10 @@ const (
 	// minParallel is the fewest records Check splits into several tasks:
 	// a smaller history is checked in one.
 	minParallel = 1 << 14
+	// cachedTaskRecords is the most records of a task whose per-record
+	// conclusions stay within a core's cache, which the models' sweeps
+	// over a key's requests reach out of order.
+	cachedTaskRecords = 1 << 14
 )
 
 // plan is how a check partitions a history.
@@ -168,7 +172,7 @@ func (ps *partitions) close() error {
 func (ps *partitions) tasks(pl plan) [][2]int {
 	target := ps.records
 	if ps.records >= pl.minParallel {
-		target = min(pl.taskRecords, max(ps.records/(4*pl.workers), 1))
+		target = min(pl.taskRecords, max(ps.records/(4*pl.workers), 1), cachedTaskRecords)
 	}
 	var out [][2]int
 	from, n := 0, 0
