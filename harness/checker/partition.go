@@ -166,9 +166,10 @@ func (ps *partitions) close() error {
 	return err
 }
 
-// tasks groups the buckets into runs of at most pl.taskRecords records
-// (unless one bucket holds more), enough of them to keep every worker busy;
-// a history below pl.minParallel records is one task.
+// tasks groups the buckets into runs of at most pl.taskRecords and
+// cachedTaskRecords records (unless one bucket holds more), four or more a
+// worker to keep every worker busy; a history below pl.minParallel records
+// is one task.
 func (ps *partitions) tasks(pl plan) [][2]int {
 	target := ps.records
 	if ps.records >= pl.minParallel {
