@@ -301,6 +301,7 @@ func sectionOf(sc *Scenario, proofs []*proofView) section {
 			fact{Label: "instances", Value: orDash(strings.Join(rec.Instances, ", "))},
 			fact{Label: "clock offset", Value: clockFact(rec)},
 		)
+		s.Facts = append(s.Facts, shardFacts(rec)...)
 		if c := rec.Checks; c != nil && c.Headers != nil && !*c.Headers {
 			s.Facts = append(s.Facts, fact{Label: "header checks", Value: "not run (checks.headers: false): retry-after, ratelimit-fields, header-style"})
 		}
@@ -364,6 +365,27 @@ func clockFact(rec *runrecord.ScenarioRecord) string {
 		v += " (this host's clock)"
 	}
 	return v
+}
+
+// shardFacts are a merged run's shards as its scenario's facts show them:
+// per shard its host, records, clock offset with its uncertainty and
+// source, where the merge placed it, and its load generator's ceiling.
+func shardFacts(rec *runrecord.ScenarioRecord) []fact {
+	var fs []fact
+	for _, sh := range rec.Shards {
+		v := fmt.Sprintf("%s, clock offset %s, placed at +%v", checker.Count(sh.Records, "records"),
+			clockFact(&runrecord.ScenarioRecord{ClockOffset: sh.ClockOffset, ClockUncertainty: sh.ClockUncertainty, ClockSource: sh.ClockSource}), sh.Shift)
+		if sh.Hostname != "" {
+			v = sh.Hostname + ": " + v
+		}
+		f := fact{Label: "shard " + sh.Shard.String(), Value: v,
+			Note: fmt.Sprintf("run directory %s; each request's interval widened by ± %v on the merged clock", sh.Dir, sh.ClockUncertainty)}
+		if g := sh.Generator; g != nil {
+			f.Value += fmt.Sprintf(", generator ceiling %.0f req/s", g.Rate)
+		}
+		fs = append(fs, f)
+	}
+	return fs
 }
 
 func orDash(s string) string {

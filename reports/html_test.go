@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -717,5 +718,28 @@ func TestReportHarnessErrorAndSkips(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Errorf("report lacks %s", want)
 		}
+	}
+}
+
+// A merged run's scenario shows each shard's calibration among its facts.
+func TestShardFacts(t *testing.T) {
+	rec := &runrecord.ScenarioRecord{Shards: []runrecord.ShardRecord{
+		{Shard: history.Shard{Index: 0, Count: 2}, Dir: "/runs/0", Hostname: "node-a", Records: 378, ClockOffset: -3 * time.Microsecond,
+			ClockUncertainty: 82 * time.Microsecond, ClockSource: history.ClockRedisTime, Shift: 2 * time.Millisecond,
+			Generator: &runrecord.GeneratorCeiling{Rate: 5978}},
+		{Shard: history.Shard{Index: 1, Count: 2}, Dir: "/runs/1", Records: 1, ClockOffset: 15 * time.Second, ClockSource: history.ClockDeclared},
+	}}
+	got := shardFacts(rec)
+	want := []fact{
+		{Label: "shard 0/2", Value: "node-a: 378 records, clock offset -3µs ± 82µs (Redis TIME), placed at +2ms, generator ceiling 5978 req/s",
+			Note: "run directory /runs/0; each request's interval widened by ± 82µs on the merged clock"},
+		{Label: "shard 1/2", Value: "1 record, clock offset 15s ± 0s (declared by the scenario), placed at +0s",
+			Note: "run directory /runs/1; each request's interval widened by ± 0s on the merged clock"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("shardFacts =\n%+v\nwant\n%+v", got, want)
+	}
+	if facts := shardFacts(&runrecord.ScenarioRecord{}); facts != nil {
+		t.Errorf("an unsharded run's shard facts = %v, want none", facts)
 	}
 }

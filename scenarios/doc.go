@@ -156,6 +156,10 @@
 //	    effect: loses_state     # unavailable | loses_state | none
 //	    at: 3s
 //	    duration: 2s
+//	shards:                     # a sharded run (rlbench run --shard I/N)
+//	  count: 3                  # the shards' count for --shard I (1 to 1024)
+//	  spread: [hot]             # identities every shard sends its share of:
+//	                            # hot (of distribution: hot) or a group's name
 //
 // # Bounds
 //
@@ -375,4 +379,30 @@
 //
 // rlbench cannot kill or pause an external Redis: a scenario that asks for
 // it is rejected, naming kind: command or a proxy fault instead.
+//
+// # Sharded runs
+//
+// A run can be split into shards that several load generators fire
+// together (rlbench run --shard I/N --run-id ID, shard I from 0 of N): the
+// plan of every phase is drawn from the seed and the phase's place alone,
+// so every shard plans the same requests, and each request belongs to
+// exactly one shard (harness/traffic: Plan, Owner). A request belongs to
+// the shard of its identity, identity index mod N, so that one key's
+// requests, and a client that honours Retry-After, stay on one load
+// generator; a request of an identity that shards.spread names belongs to
+// the shard of its place k in its phase, k mod N, so that the hot key of a
+// hot distribution (hot: the first identity each phase sends from) or a
+// group's keys are shared out instead of loading one shard; a
+// retry_after_probe runs on shard 0. Each shard sends its requests at the
+// times the whole run plans them (a burst's at its planned release), and
+// counts its own share as planned. shards.count is the count --shard I
+// takes when it names no count.
+//
+// Shards share a budget only when they reach one limiter on one store:
+// Shardable refuses a scenario with faults (a drill's fault is injected by
+// one run), one whose sample API or peer instances rlbench starts unless
+// they keep their budget in an external Redis every shard reaches
+// (redis.provider: external, or rlbench run --redis-provider external),
+// and one whose phases honour Retry-After with a spread identity; the
+// error names the field and the fix.
 package scenarios

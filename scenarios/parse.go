@@ -35,6 +35,12 @@ type rawScenario struct {
 	Traffic     []rawPhase    `yaml:"traffic"`
 	Checks      rawChecks     `yaml:"checks"`
 	Faults      []rawFault    `yaml:"faults"`
+	Shards      *rawShards    `yaml:"shards"`
+}
+
+type rawShards struct {
+	Count  *int     `yaml:"count"`
+	Spread []string `yaml:"spread"`
 }
 
 type rawFault struct {

@@ -32,7 +32,29 @@ type Scenario struct {
 	Checks     Checks
 	// Faults are injected while the traffic runs (the failover drills).
 	Faults []Fault
+	// Shards says how a sharded run of the scenario (rlbench run --shard
+	// I/N) splits its traffic; zero when the file does not say.
+	Shards Shards
 }
+
+// Shards is how a sharded run splits the scenario's traffic over several
+// load generators: every planned request belongs to exactly one shard
+// (package traffic, Plan), by its identity unless the identity is spread.
+type Shards struct {
+	// Count is the number of shards a sharded run uses when the command
+	// line gives none (rlbench run --shard I, rlbench k8s), 1 to
+	// history.MaxShards; 0 when the file does not say.
+	Count int
+	// Spread names the identities whose requests every shard sends, each
+	// its share, instead of the one shard that owns the identity: SpreadHot
+	// for the hot identity of a hot distribution, or the name of an
+	// identity group for each of its identities. Empty: none.
+	Spread []string
+}
+
+// SpreadHot, in Shards.Spread, names the hot identity of a hot
+// distribution: the first identity each phase sends from.
+const SpreadHot = "hot"
 
 // FaultKind names a fault a drill injects.
 type FaultKind string

@@ -133,6 +133,7 @@ func (v *validator) scenario(r *rawScenario) *Scenario {
 	if len(s.Faults) > 0 && s.Checks.Faults == nil {
 		s.Checks.Faults = &FaultChecks{Slack: DefaultFaultSlack, Recovery: DefaultRecovery}
 	}
+	s.Shards = v.shards(r.Shards, s)
 	return s
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,7 +25,9 @@ import (
 type checkCommand struct{ stdout io.Writer }
 
 var checkHelp = help{
-	synopsis: "rlbench check [flags] HISTORY | rlbench check [--summary FILE] RUN_DIR",
+	synopsis: "rlbench check [flags] HISTORY | rlbench check [--summary FILE] RUN_DIR\n" +
+		"       rlbench check [--out DIR] [--allow-missing-shards] SHARD_DIR...\n" +
+		"       rlbench check [--out DIR] [--allow-missing-shards] SHARDS_ROOT",
 	about: `Checks a recorded history against a rate-limit policy and prints one verdict
 per check, without contacting any target. HISTORY is an rlbench history
 (.jsonl or .jsonl.gz) or, with --format vegeta, the output of
@@ -35,7 +38,23 @@ delivered, latency bounds, Retry-After probes and Redis key scans. RUN_DIR,
 the --out of 'rlbench run', re-checks every scenario of the run from its
 histories and run.json alone (only --summary applies), prints the verdict
 tables 'rlbench run' printed, and says whether they agree with
-RUN_DIR/summary.json.`,
+RUN_DIR/summary.json.
+
+Sharded runs: several SHARD_DIRs, the run directories of the shards of one
+run ('rlbench run --shard I/N --run-id ID'), or one SHARDS_ROOT whose
+subdirectories they are (as an Indexed Job leaves them on a shared volume),
+are checked as one run. Their histories are merged onto the limiter's clock,
+each request placed by its shard's clock offset and widened by that offset's
+uncertainty, and the checks of the history (budget, false rejections,
+headers, status, faults) run on the merged history; the checks of the run
+itself (load-delivered, history-complete, latency, probes, faults injected)
+run on each shard's own records and run.json, one row per shard ("shard
+1/3"). Each shard's clock offset and load generator ceiling are noted below
+the table. Every shard must be present, agree on scenario, run id and
+policies, and know its clock offset. --out writes the merged run as
+'rlbench run' writes a run: summary.json, junit.xml, report.html, run.json
+and NAME/history.jsonl.gz (the merged history); 'rlbench check DIR' on it
+checks the shards again from where they were.`,
 	footer: `Exit codes: 0 every check passed; 1 a check of the limiter failed or its
 verdict is unknown; 2 invalid input or usage; 3 only checks of the harness
 (ERROR) did not pass, or a scenario of RUN_DIR could not run.`,
@@ -47,7 +66,8 @@ func (c *checkCommand) Usage() string { return checkHelp.text(new(checkFlags).fl
 type checkFlags struct {
 	policies, routes                listFlag
 	format, keyHeader, instHdr      string
-	summary, expect                 string
+	summary, expect, out            string
+	allowMissing                    bool
 	tolerance                       float64
 	trustDecision                   bool
 	cost                            int64
@@ -75,6 +95,10 @@ func (f *checkFlags) flagSet() *flag.FlagSet {
 		"reported (needs a known clock offset)")
 	fs.StringVar(&f.expect, "expect-status", "", "expect the 5xx statuses in `LIST`, comma-separated, as in 503 or 502,503")
 	fs.StringVar(&f.summary, "summary", "", "also write summary.json (schema rlbench-summary/v1) to `FILE`")
+	fs.StringVar(&f.out, "out", "", "shards: write the merged run (summary.json, junit.xml, report.html, run.json, "+
+		"NAME/history.jsonl.gz) into `DIR`")
+	fs.BoolVar(&f.allowMissing, "allow-missing-shards", false, "shards: check a partial set of a run's shards; "+
+		"the verdicts then cover the shards present only, and say so")
 	return fs
 }
 
@@ -96,20 +120,41 @@ func (c *checkCommand) Run(_ context.Context, args []string) error {
 		cost                            = flags.cost
 		offset, uncertainty, resolution = flags.offset, flags.uncertainty, flags.resolution
 	)
-	if fs.NArg() != 1 {
-		return usagef("want exactly one HISTORY file or run directory, got %d arguments", fs.NArg())
+	if fs.NArg() == 0 {
+		return usagef("want a HISTORY file, a run directory, or the run directories of a run's shards")
+	}
+	shardDirs, err := shardDirsOf(fs.Args())
+	if err != nil {
+		return err
+	}
+	var set []string
+	fs.Visit(func(f *flag.Flag) { set = append(set, f.Name) })
+	onlyFlags := func(what string, allowed ...string) error {
+		var other []string
+		for _, name := range set {
+			if !slices.Contains(allowed, name) {
+				other = append(other, "--"+name)
+			}
+		}
+		if len(other) > 0 {
+			return usagef("%s: %s", strings.Join(other, ", "), what)
+		}
+		return nil
+	}
+	if shardDirs != nil {
+		if err := onlyFlags("the shards of a run are checked as they were run; check one shard's history with other flags", "summary", "out", "allow-missing-shards"); err != nil {
+			return err
+		}
+		return c.checkShards(shardDirs, flags)
 	}
 	if st, err := os.Stat(fs.Arg(0)); err == nil && st.IsDir() {
-		var other []string
-		fs.Visit(func(f *flag.Flag) {
-			if f.Name != "summary" {
-				other = append(other, "--"+f.Name)
-			}
-		})
-		if len(other) > 0 {
-			return usagef("%s: a run directory is re-checked as it was run; check one of its histories (RUN_DIR/NAME/history.jsonl.gz) with other flags", strings.Join(other, ", "))
+		if err := onlyFlags("a run directory is re-checked as it was run; check one of its histories (RUN_DIR/NAME/history.jsonl.gz) with other flags", "summary"); err != nil {
+			return err
 		}
 		return c.checkRunDir(fs.Arg(0), summary)
+	}
+	if err := onlyFlags("--out and --allow-missing-shards apply to the shards of a sharded run", slices.DeleteFunc(slices.Clone(set), func(n string) bool { return n == "out" || n == "allow-missing-shards" })...); err != nil {
+		return err
 	}
 	if cost < 1 {
 		return usagef("--cost %d: want a whole number >= 1", cost)
@@ -263,6 +308,13 @@ func (c *checkCommand) checkRunDir(dir, summaryPath string) error {
 			results = []checker.Result{checker.CouldNotRun(errors.New(sc.Error))}
 			s.Add(sc.Name, results)
 			couldNotRun++
+		} else if len(sc.Shards) > 0 {
+			rep, err := c.recheckMerged(sc)
+			if err != nil {
+				return fmt.Errorf("scenario %s: %w", sc.Name, err)
+			}
+			results = rep.Results
+			s.AddReport(sc.Name, rep)
 		} else {
 			rep, err := checker.CheckScenario(dir, sc)
 			if err != nil {
@@ -307,6 +359,35 @@ func (c *checkCommand) checkRunDir(dir, summaryPath string) error {
 	return err
 }
 
+// recheckMerged checks again, from its shards' run directories, a scenario
+// of a run merged from shards (`rlbench check --out`), and prints its
+// verdict table.
+func (c *checkCommand) recheckMerged(sc *runrecord.ScenarioRecord) (*checker.Report, error) {
+	dirs := make([]string, len(sc.Shards))
+	for i, sh := range sc.Shards {
+		dirs[i] = sh.Dir
+	}
+	scs, err := checker.LoadShards(dirs)
+	if err != nil {
+		return nil, fmt.Errorf("a merged run is checked again from its shards: %w", err)
+	}
+	i := slices.IndexFunc(scs, func(s checker.ShardedScenario) bool { return s.Name == sc.Name })
+	if i < 0 {
+		return nil, fmt.Errorf("the shards in %s no longer hold it", strings.Join(dirs, ", "))
+	}
+	partial := len(sc.Shards) < sc.Shards[0].Shard.Count
+	rep, err := checker.CheckShards(scs[i].Shards, checker.ShardOptions{AllowMissing: partial})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(c.stdout, "[%s] re-checked from its %s: %s\n", sc.Name, checker.Count(len(dirs), "shards"), strings.Join(dirs, ", "))
+	if err := reports.WriteText(c.stdout, rep.Report); err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(c.stdout)
+	return rep.Report, nil
+}
+
 // readSavedSummary reads the summary.json at path; nil when there is none.
 func readSavedSummary(path string) (*checker.Summary, error) {
 	f, err := os.Open(path)
@@ -337,4 +418,214 @@ func compareSaved(saved *checker.Summary, name string, results []checker.Result)
 		}
 	}
 	return []string{name + ": not in summary.json"}
+}
+
+// shardDirsOf returns the run directories of a sharded run's shards that
+// args name: several directories, or one directory without a run.json
+// whose subdirectories hold run.json files (a SHARDS_ROOT; the merged run
+// `check --out` wrote there is left out). Nil when args name a single
+// history or run directory. Paths are made absolute, so that a merged
+// run's record finds them again from anywhere.
+func shardDirsOf(args []string) ([]string, error) {
+	var dirs []string
+	switch {
+	case len(args) > 1:
+		for _, a := range args {
+			if st, err := os.Stat(a); err != nil || !st.IsDir() {
+				return nil, usagef("%s is not a directory: several arguments are the run directories of the shards of one run", a)
+			}
+		}
+		dirs = args
+	default:
+		root := args[0]
+		if st, err := os.Stat(root); err != nil || !st.IsDir() {
+			return nil, nil
+		}
+		if _, err := os.Stat(filepath.Join(root, reports.RunFile)); err == nil {
+			return nil, nil
+		}
+		entries, err := os.ReadDir(root)
+		if err != nil {
+			return nil, fmt.Errorf("read shards: %w", err)
+		}
+		for _, e := range entries {
+			dir := filepath.Join(root, e.Name())
+			if rec, err := readRunRecord(dir); e.IsDir() && err == nil && rec != nil && !merged(rec) {
+				dirs = append(dirs, dir)
+			}
+		}
+		if len(dirs) == 0 {
+			return nil, nil
+		}
+	}
+	for i, d := range dirs {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return nil, fmt.Errorf("shard directory %s: %w", d, err)
+		}
+		dirs[i] = abs
+	}
+	return dirs, nil
+}
+
+// readRunRecord reads dir/run.json; nil without an error when there is none.
+func readRunRecord(dir string) (*runrecord.RunRecord, error) {
+	path := filepath.Join(dir, reports.RunFile)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open run record: %w", err)
+	}
+	defer f.Close()
+	rec, err := runrecord.Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return rec, nil
+}
+
+// merged reports whether rec is the record of a run merged from shards
+// (`rlbench check --out`).
+func merged(rec *runrecord.RunRecord) bool {
+	return len(rec.Scenarios) > 0 && slices.ContainsFunc(rec.Scenarios, func(sc runrecord.ScenarioRecord) bool { return len(sc.Shards) > 0 })
+}
+
+// checkShards checks the shards in dirs as one run, scenario by scenario,
+// prints each verdict table, and with --out writes the merged run there.
+func (c *checkCommand) checkShards(dirs []string, flags *checkFlags) error {
+	scs, err := checker.LoadShards(dirs)
+	if err != nil {
+		return err
+	}
+	if len(scs) == 0 {
+		return usagef("the run records in %s hold no scenario", strings.Join(dirs, ", "))
+	}
+	if flags.out != "" {
+		if err := checkMergedOut(flags.out, dirs); err != nil {
+			return err
+		}
+	}
+	s := checker.NewSummary(time.Now())
+	record := &runrecord.RunRecord{Schema: runrecord.Schema}
+	var metas []runrecord.Meta
+	for _, d := range dirs {
+		for _, sc := range scs {
+			if i := slices.IndexFunc(sc.Shards, func(r checker.ShardRun) bool { return r.Dir == d }); i >= 0 {
+				metas = append(metas, sc.Shards[i].Meta)
+				break
+			}
+		}
+	}
+	record.Meta = runrecord.MergeMeta(metas)
+	couldNotRun := 0
+	for _, sc := range scs {
+		if i := slices.IndexFunc(sc.Shards, func(r checker.ShardRun) bool { return r.Record.Error != "" }); i >= 0 {
+			// As `rlbench run` recorded it: a scenario that could not run fails.
+			sh := sc.Shards[i]
+			why := fmt.Sprintf("%s could not run in %s: %s", shardName(sh), sh.Dir, sh.Record.Error)
+			fmt.Fprintf(c.stdout, "[%s] %s\n\n", sc.Name, why)
+			s.Add(sc.Name, []checker.Result{checker.CouldNotRun(errors.New(why))})
+			record.Scenarios = append(record.Scenarios, runrecord.ScenarioRecord{Name: sc.Name, Error: why})
+			couldNotRun++
+			continue
+		}
+		rep, err := c.checkShardedScenario(sc, flags.out, flags.allowMissing)
+		if err != nil {
+			return err
+		}
+		s.AddReport(sc.Name, rep.Report)
+		record.Scenarios = append(record.Scenarios, rep.Record)
+	}
+	fmt.Fprintf(c.stdout, "Verdict: %s. %s (%s checked as one run).\n", s.Status, reports.TotalsLine(s.Totals), checker.Count(len(dirs), "shard directories"))
+	if flags.out != "" {
+		if err := reports.WriteRun(flags.out, s, record); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "Summary, JUnit, report and run.json of the merged run in %s\n", flags.out)
+	}
+	if flags.summary != "" {
+		if err := s.WriteFile(flags.summary); err != nil {
+			return err
+		}
+	}
+	if s.Status == checker.StatusError {
+		fmt.Fprintln(c.stdout, reports.HarnessErrorNote)
+	}
+	err = statusError(s.Status)
+	if couldNotRun > 0 && !errors.Is(err, errChecksFailed) {
+		return fmt.Errorf("%w: %d of %s could not run (recorded in run.json)", errHarness, couldNotRun, checker.Count(len(scs), "scenarios"))
+	}
+	return err
+}
+
+// checkShardedScenario checks one scenario's shards as one run and prints
+// its verdict table; with out set, the merged history goes to
+// out/NAME/history.jsonl.gz and the merged record names it.
+func (c *checkCommand) checkShardedScenario(sc checker.ShardedScenario, out string, allowMissing bool) (*checker.ShardedReport, error) {
+	opts := checker.ShardOptions{AllowMissing: allowMissing}
+	var rel string
+	var f *os.File
+	if out != "" {
+		rel = filepath.Join(sc.Name, "history.jsonl.gz")
+		if err := os.MkdirAll(filepath.Join(out, sc.Name), 0o755); err != nil {
+			return nil, fmt.Errorf("write the merged history: %w", err)
+		}
+		var err error
+		if f, err = os.Create(filepath.Join(out, rel)); err != nil {
+			return nil, fmt.Errorf("write the merged history: %w", err)
+		}
+		defer f.Close()
+		opts.History = f
+	}
+	rep, err := checker.CheckShards(sc.Shards, opts)
+	var missing *history.MissingShardsError
+	switch {
+	case errors.As(err, &missing):
+		return nil, fmt.Errorf("scenario %s: %w; give every shard's run directory, or check the shards present with --allow-missing-shards", sc.Name, err)
+	case err != nil:
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	if f != nil {
+		if err := f.Close(); err != nil {
+			return nil, fmt.Errorf("write the merged history: %w", err)
+		}
+	}
+	rep.Record.History = rel
+	fmt.Fprintf(c.stdout, "[%s] %s of run %s merged onto the limiter's clock\n", sc.Name, checker.Count(len(rep.Record.Shards), "shards"), rep.Header.RunID)
+	if err := reports.WriteText(c.stdout, rep.Report); err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(c.stdout)
+	return rep, nil
+}
+
+// shardName names a shard's run for messages: "shard 1/3", or its
+// directory's scenario when the record names no shard.
+func shardName(sh checker.ShardRun) string {
+	if s := sh.Record.Shard; s != nil {
+		return "shard " + s.String()
+	}
+	return "the shard"
+}
+
+// checkMergedOut refuses an --out that would overwrite a shard or a run
+// other than a merged one.
+func checkMergedOut(out string, dirs []string) error {
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return fmt.Errorf("--out %s: %w", out, err)
+	}
+	if slices.Contains(dirs, abs) {
+		return usagef("--out %s is a shard's run directory: write the merged run elsewhere", out)
+	}
+	rec, err := readRunRecord(out)
+	if err != nil {
+		return err
+	}
+	if rec != nil && !merged(rec) {
+		return usagef("--out %s holds a run (run.json) that is not a merged one: write the merged run elsewhere", out)
+	}
+	return os.MkdirAll(out, 0o755)
 }

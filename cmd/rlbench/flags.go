@@ -8,6 +8,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/rlbench/rlbench/harness/history"
 )
 
 // usageWidth is the column the usage texts wrap at.
@@ -260,4 +262,37 @@ func wrapParagraph(s string, width int) string {
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// shardFlag is --shard: "I/N", shard I (from 0) of N of a sharded run, or
+// "I", shard I of each scenario's shards.count (a Shard with Count 0).
+// Nil until it is set.
+type shardFlag struct{ s *history.Shard }
+
+func (f *shardFlag) String() string {
+	switch {
+	case f == nil || f.s == nil:
+		return ""
+	case f.s.Count == 0:
+		return strconv.Itoa(f.s.Index)
+	}
+	return f.s.String()
+}
+
+// Set parses v. Errors name the forms the flag takes.
+func (f *shardFlag) Set(v string) error {
+	if strings.Contains(v, "/") {
+		s, err := history.ParseShard(v)
+		if err != nil {
+			return err
+		}
+		f.s = &s
+		return nil
+	}
+	i, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || i < 0 || i >= history.MaxShards {
+		return fmt.Errorf("want I/N, as 0/3 (shard 0 of 3), or I (from 0) for shard I of the scenario's shards.count")
+	}
+	f.s = &history.Shard{Index: i}
+	return nil
 }

@@ -34,6 +34,7 @@ type runFlags struct {
 	out, provider, redisURL, binary, runID string
 	claims                                 listFlag
 	failOnSkip                             bool
+	shard                                  shardFlag
 }
 
 func (f *runFlags) flagSet() *flag.FlagSet {
@@ -47,6 +48,8 @@ func (f *runFlags) flagSet() *flag.FlagSet {
 	fs.Var(&f.claims, "claim", "hold the route to the limit in `ROUTE=SPEC` (as in /api/items=gcra:9/1m,burst=9) instead of "+
 		"the scenario's policies, or the keys of an identity group with GROUP=SPEC (free=gcra:600/1m,burst=100); "+
 		"repeat for several limits. The instances still enforce the scenario's: this checks another promise")
+	fs.Var(&f.shard, "shard", "fire shard `I/N` of a sharded run: shard I (from 0) of N, or with I alone of the scenario's shards.count; "+
+		"every shard of the run takes the same --run-id (see Sharded runs above)")
 	fs.BoolVar(&f.failOnSkip, "fail-on-skip", false, "make a skipped scenario (a peer limiter not installed) fail the run with exit code 3, for a CI gate that must run every scenario")
 	return fs
 }
@@ -70,6 +73,18 @@ A scenario whose peer limiter is not installed (scenarios/peers/) is reported
 as skipped, with how to install it, and counts as neither pass nor failure
 unless --fail-on-skip is given. The last line counts the scenarios: "Verdict:
 pass. 12 scenarios: 9 passed, 3 skipped."
+
+Sharded runs: with --shard I/N the run fires shard I of N of each
+scenario, so that N load generators (hosts) fire its traffic together,
+every planned request exactly once. A request belongs to the shard of its
+identity (identity index mod N); a request of an identity the scenario's
+shards.spread names (the hot key, a group) to the shard of its place in
+its phase (k mod N); the Retry-After probe to shard 0. Each shard sends
+its requests at the times the whole run plans them, and its checks count
+its own share. Every shard takes the same --run-id, so that all send the
+same identities. A scenario with faults, or whose instances rlbench starts
+without a Redis every shard reaches (--redis-provider external), cannot be
+sharded.
 
 A check of the harness itself (load-delivered, history-complete,
 fault-injected, a latency check made invalid by a generator that fell behind)
@@ -109,6 +124,9 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return usagef("--run-id: %v", err)
 	}
+	if f.shard.s != nil && runID == "" {
+		return usagef("--shard %s needs --run-id: the shards of one run send the same identities only under one run id; give every shard the same, such as --run-id %s", &f.shard, scenarios.NewRunID())
+	}
 	claimed, groupClaimed := map[string][]limiter.Limit{}, map[string][]limiter.Limit{}
 	for _, claim := range f.claims {
 		at, spec, ok := strings.Cut(claim, "=")
@@ -141,15 +159,20 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 			return usagef("--claim %s=...: no scenario of this run has an identity group %s (a route starts with /)", group, group)
 		}
 	}
+	r := runner.New(runner.Options{
+		OutDir: f.out, Binary: f.binary, Provider: provider, RedisURL: f.redisURL, Claims: claimed, GroupClaims: groupClaimed, RunID: runID,
+		Shard: f.shard.s, Progress: c.stderr, Log: c.stderr, Interactive: progress.Interactive(c.stderr),
+	})
+	for _, sc := range scs {
+		if _, err := r.Shard(sc); err != nil {
+			return usagef("--shard %s: %v", &f.shard, err)
+		}
+	}
 	lock, err := outdir.Acquire(f.out) // one run at a time writes into --out
 	if err != nil {
 		return err
 	}
 	defer lock.Release()
-	r := runner.New(runner.Options{
-		OutDir: f.out, Binary: f.binary, Provider: provider, RedisURL: f.redisURL, Claims: claimed, GroupClaims: groupClaimed, RunID: runID,
-		Progress: c.stderr, Log: c.stderr, Interactive: progress.Interactive(c.stderr),
-	})
 	start := time.Now()
 	summary := checker.NewSummary(start)
 	record := &runrecord.RunRecord{Schema: runrecord.Schema, Meta: runrecord.NewMeta(Version(), Commit(), start)}

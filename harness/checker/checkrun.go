@@ -72,6 +72,24 @@ func CheckRun(src history.Source, rec *runrecord.ScenarioRecord, p Policy) (*Rep
 	if name := src.Header().Scenario; name != "" && name != rec.Name {
 		return nil, fmt.Errorf("the history is of scenario %q, the run record of %q: pair each history with its own scenario's record", name, rec.Name)
 	}
+	src, p = fromRecord(src, rec, p)
+	t := newTimings(rec)
+	rep, err := Check(observed{src, t.add}, p)
+	if err != nil {
+		return nil, err
+	}
+	rep.ProbeKeys = len(t.probeKeys)
+	rep.Results = append(rep.Results, t.results(rec)...)
+	classify(rep.Results)
+	return rep, nil
+}
+
+// fromRecord completes p from rec where p leaves it unset, as CheckRun
+// does: the clock offset when rec knows it (with its source, which src's
+// header then carries when it had none), the drill's faults, a
+// fail-closed target's 503 as an expected status, and rec.Checks'
+// max_excess, false-rejection max_rate and headers settings.
+func fromRecord(src history.Source, rec *runrecord.ScenarioRecord, p Policy) (history.Source, Policy) {
 	if p.ClockOffset == nil && rec.ClockKnown() {
 		offset := rec.ClockOffset
 		p.ClockOffset, p.ClockUncertainty = &offset, rec.ClockUncertainty
@@ -107,15 +125,7 @@ func CheckRun(src history.Source, rec *runrecord.ScenarioRecord, p Policy) (*Rep
 	if mode == runrecord.FailClosed && !slices.Contains(p.ExpectedStatuses, http.StatusServiceUnavailable) {
 		p.ExpectedStatuses = append(slices.Clone(p.ExpectedStatuses), http.StatusServiceUnavailable)
 	}
-	t := newTimings(rec)
-	rep, err := Check(observed{src, t.add}, p)
-	if err != nil {
-		return nil, err
-	}
-	rep.ProbeKeys = len(t.probeKeys)
-	rep.Results = append(rep.Results, t.results(rec)...)
-	classify(rep.Results)
-	return rep, nil
+	return src, p
 }
 
 // observed is a history.Source that hands every record it reads to fn.

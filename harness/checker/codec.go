@@ -17,7 +17,8 @@ import (
 // and then its fields, integers as varints (times as the distance from the
 // previous time of the record), strings as a length and their bytes, and
 // the instance, route, phase and error, which repeat, as an index into a
-// table of strings the codec shares between partitions. It is about 40
+// table of strings the codec shares between partitions; last, the shard of
+// a merged history's record, if any. It is about 40
 // bytes a record where a record's JSON line is about 200.
 
 // errCodec is the error of a record the codec cannot decode: a temporary
@@ -80,7 +81,11 @@ func (t *strtab) appendRecord(buf []byte, seq, prev int64, r *history.Record) []
 		}
 		buf = appendString(buf, v)
 	}
-	return buf
+	if r.Shard == nil {
+		return append(buf, 0)
+	}
+	buf = binary.AppendVarint(append(buf, 1), int64(r.Shard.Index))
+	return binary.AppendVarint(buf, int64(r.Shard.Count))
 }
 
 func appendString(buf []byte, s string) []byte {
@@ -112,13 +117,14 @@ func (t *strtab) appendShared(buf []byte, f int, s string) []byte {
 
 // recordDecoder reads the records of one partition's encoding in order.
 type recordDecoder struct {
-	t    *strtab
-	buf  []byte
-	pos  int
-	seq  int64 // position of the record last read
-	next int64 // position of the next record, -1 until looked up
-	err  error
-	keys map[string]string // one copy of each key of the partition
+	t      *strtab
+	buf    []byte
+	pos    int
+	seq    int64 // position of the record last read
+	next   int64 // position of the next record, -1 until looked up
+	err    error
+	keys   map[string]string // one copy of each key of the partition
+	shards map[history.Shard]*history.Shard
 }
 
 func newRecordDecoder(t *strtab, buf []byte) *recordDecoder {
@@ -246,6 +252,17 @@ func (d *recordDecoder) read(r *history.Record) error {
 		r.Headers = headers
 	} else {
 		r.Headers = headers
+	}
+	if d.uvarintByte() == 1 {
+		s := history.Shard{Index: int(d.varint()), Count: int(d.varint())}
+		r.Shard = d.shards[s]
+		if r.Shard == nil {
+			if d.shards == nil {
+				d.shards = map[history.Shard]*history.Shard{}
+			}
+			r.Shard = &s
+			d.shards[s] = r.Shard
+		}
 	}
 	return d.err
 }

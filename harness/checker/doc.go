@@ -202,6 +202,51 @@
 // Traffic Management 4.0, §4.4.2): a conforming stream of cost S over any
 // interval of length t satisfies S <= B + t/T.
 //
+// # Sharded runs
+//
+// A run split into shards (`rlbench run --shard I/N`, one per host) is
+// checked as one run by CheckShards (`rlbench check SHARD_DIR...`). The
+// checks of the history run on the shards' histories merged onto the
+// limiter's clock (history.NewMerge): shard s measured its offset o_s to
+// the limiter's clock with uncertainty u_s, its request at t is placed at
+// S_s + t + o_s, and its decision interval [sent, received] widens to
+// [sent − u_s, received + u_s]. Whatever each shard's true offset within
+// o_s ± u_s, every decision lies within its widened interval on one clock,
+// so a violation found in the merged history is still a proof, and the
+// bounds of aligned windows, which read the merged history's offset of 0 ±
+// 0, are placed on the limiter's own clock. The widening costs only
+// sensitivity: an excess smaller than the shards' uncertainties may go
+// unseen. The fault windows of a drill move with their shard and widen
+// the same way (runrecord.MergeShards). The checks on the run itself
+// (load delivered, latency, probes, faults injected, key TTLs, Redis
+// connections) judge each shard's own requests and run.json entry, one
+// result per shard ("load-delivered", scope "shard 1/3"), since each
+// shard's generator and clock are its own.
+//
+// Order: Check needs no order of its records. It reads the whole history,
+// groups the requests by key and sorts each key's by sent, then received
+// time, stably, before any model looks at them; the order of the stream
+// decides only ties between requests of one key with equal times (the
+// order of a proof's request ids, the first example named). A history is
+// written in completion order only approximately; Merge keeps each shard's
+// order and interleaves the shards by received time, deterministically,
+// which is all Check needs.
+//
+// The only way to a false failure in a merged run is a shard whose
+// recorded clock offset is wrong by more than its recorded uncertainty:
+// its requests are then placed where they did not happen, and requests of
+// two shards may seem packed closer than they were (a budget's excess, a
+// window's extra admission) or further apart (a rejection that seems
+// false). An offset error within the uncertainty cannot do it. The
+// uncertainty must therefore bound the error: measured on Redis TIME it is
+// half the shortest round trip, which bounds the offset when it was
+// measured; a host clock that drifts or steps during the run moves the
+// offset beyond it, and a declared offset's is what the scenario declares.
+// With identities split by shard, each key's requests come from one
+// shard and move together, so that a shard's offset error can only matter
+// for a key whose requests several shards send (a spread identity) and
+// for windows aligned on the limiter's clock.
+//
 // # Policies, read independently
 //
 // The checker judges the reference limiter as much as any other, so it

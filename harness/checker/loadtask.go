@@ -89,6 +89,10 @@ func loadTask(ts *taskSource, narrow narrowing, ws *workspace) (*dataset, error)
 				q.policy = policies.id(v)
 			}
 		}
+		if dec.uvarintByte() == 1 { // the shard, which the checks do not read
+			dec.varint()
+			dec.varint()
+		}
 		q.undelivered = status == 0 && isRefused
 		narrow.apply(&q, decisionUs)
 		if dec.err != nil {

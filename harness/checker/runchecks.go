@@ -116,7 +116,7 @@ func (t *timings) results(rec *runrecord.ScenarioRecord) []Result {
 		out = append(out, t.overhead(c.Overhead, loadOK)...)
 	}
 	for i := range rec.Phases {
-		if ph := &rec.Phases[i]; ph.Kind == runrecord.PhaseRetryAfterProbe {
+		if ph := &rec.Phases[i]; ph.Kind == runrecord.PhaseRetryAfterProbe && !anotherShards(rec, ph) {
 			out = append(out, probe(ph))
 		}
 	}
@@ -262,6 +262,14 @@ func (t *timings) against(route, baseline string) (limited, base []int64) {
 func quantile(sorted []int64, q float64) time.Duration {
 	rank := max(int(q*float64(len(sorted))+0.5), 1)
 	return time.Duration(sorted[min(rank, len(sorted))-1]).Round(time.Microsecond)
+}
+
+// anotherShards reports whether rec, a shard of a sharded run, left the
+// probe phase ph to another shard (a Retry-After probe runs on shard 0):
+// the phase planned no request in it and has no outcome, so it has no
+// verdict here.
+func anotherShards(rec *runrecord.ScenarioRecord, ph *runrecord.PhaseRecord) bool {
+	return rec.Shard != nil && ph.Planned == 0 && ph.Probe == nil
 }
 
 // probe judges a Retry-After probe: a client that waited exactly the

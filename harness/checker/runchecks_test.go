@@ -251,6 +251,30 @@ func TestProbe(t *testing.T) {
 			}
 		})
 	}
+	// A shard that planned none of the probe's requests left it to shard
+	// 0: no verdict here; a shard that ran it is judged as a whole run.
+	for _, tc := range []struct {
+		name    string
+		shard   history.Shard
+		planned int
+		probe   *runrecord.ProbeRecord
+		want    bool
+	}{
+		{"another shard's", history.Shard{Index: 1, Count: 2}, 0, nil, false},
+		{"this shard's", history.Shard{Index: 0, Count: 2}, 12, &runrecord.ProbeRecord{}, true},
+	} {
+		r := newRecorded()
+		r.send("/a", 0, 0, time.Millisecond)
+		r.rec.Shard = &tc.shard
+		r.rec.Phases = append(r.rec.Phases, runrecord.PhaseRecord{Name: "probe", Kind: runrecord.PhaseRetryAfterProbe, Planned: tc.planned, Probe: tc.probe})
+		got := false
+		for _, res := range r.check(t).Results {
+			got = got || res.Name == CheckProbe
+		}
+		if got != tc.want {
+			t.Errorf("%s: a retry-after-probe verdict = %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }
 
 func TestFaultInjected(t *testing.T) {

@@ -70,6 +70,8 @@ func (r *Reader) decodeRecord(line []byte, rec *Record) bool {
 			rec.Status = int(v)
 		case "headers":
 			ok = d.headers(rec)
+		case "shard":
+			ok = d.shard(rec)
 		default:
 			return false
 		}
@@ -222,6 +224,69 @@ func (d *decoder) int() (int64, bool) {
 		return int64(v), true
 	}
 	return 0, false
+}
+
+// shard reads a record's shard, {"index": I, "count": N}, into rec.Shard,
+// one shared value per distinct shard. Anything else (another field, a
+// field twice, one missing) is left to encoding/json.
+func (d *decoder) shard(rec *Record) bool {
+	if !d.byte('{') {
+		return false
+	}
+	var s Shard
+	var seen [2]bool
+	for {
+		d.ws()
+		name, ok := d.str()
+		if !ok {
+			return false
+		}
+		d.ws()
+		if !d.byte(':') {
+			return false
+		}
+		d.ws()
+		v, ok := d.int()
+		if !ok || v < math.MinInt32 || v > math.MaxInt32 {
+			return false
+		}
+		switch f := string(name); {
+		case f == "index" && !seen[0]:
+			s.Index, seen[0] = int(v), true
+		case f == "count" && !seen[1]:
+			s.Count, seen[1] = int(v), true
+		default:
+			return false
+		}
+		d.ws()
+		switch d.next() {
+		case ',':
+		case '}':
+			if !seen[0] || !seen[1] {
+				return false
+			}
+			rec.Shard = d.r.shard(s)
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// shard returns one shared *Shard per distinct value s, so that records do
+// not each allocate their own.
+func (r *Reader) shard(s Shard) *Shard {
+	if p, ok := r.shards[s]; ok {
+		return p
+	}
+	p := &s
+	if len(r.shards) < MaxShards {
+		if r.shards == nil {
+			r.shards = make(map[Shard]*Shard)
+		}
+		r.shards[s] = p
+	}
+	return p
 }
 
 // headers reads an object of string values into rec.Headers.

@@ -113,6 +113,11 @@
 //	             the limiter's clock, at most MaxDecisionUs (the year 2173).
 //	             0 or absent when not reported.
 //	phase        string, optional: the name of the traffic phase.
+//	shard        object, optional: {"index": I, "count": N}, in a history
+//	             merged from the shards of a sharded run (see "Sharded
+//	             runs"), the shard that recorded the request; absent in a
+//	             shard's own history (its header names the shard) and in an
+//	             unsharded one.
 //
 // Unknown fields are ignored, so later minor additions stay readable;
 // anything that changes the meaning of a field raises the version. Readers
@@ -158,6 +163,21 @@
 // wrapping ErrTruncated that names the line where the history ends, which
 // callers report next to their result. A history cut within its header
 // holds no record and is an error.
+//
+// # Sharded runs
+//
+// A run split into N shards (`rlbench run --shard I/N --run-id ID`, one
+// process per host) leaves N histories, each with the header's shard, the
+// run's run_id, and its own start and clock_offset_ns ± clock_uncertainty_ns
+// to the limiter's clock. Merge (NewMerge) reads them as one history on the
+// limiter's clock: a record of shard s at t is placed at S_s + t + o_s, its
+// [sent_ns, received_ns] widened by u_s on either side, so that what a
+// check proves of the merged history stays proven whatever each shard's
+// true offset within its uncertainty. The merged header's start is the
+// earliest shard's start on the limiter's clock, its clock offset 0 ± 0;
+// its records carry the shard field and ids unique across shards
+// ((id − 1)·N + I + 1). Writer writes a merged history like any other, and
+// a Reader reads it back.
 //
 // # vegeta results
 //

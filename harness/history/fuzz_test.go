@@ -89,6 +89,7 @@ func FuzzReader(f *testing.F) {
 		valid,
 		valid[:len(valid)-20],
 		testHeader + "\n" + `{"key":"k","sent_ns":9223372036854775000,"received_ns":9223372036854775807}` + "\n",
+		testHeader + "\n" + `{"id":4,"key":"k","sent_ns":1,"received_ns":2,"shard":{"index":0,"count":3}}` + "\n" + `{"id":2,"key":"k","shard":{"count":3,"index":1}}` + "\n",
 		`{"format":"rlbench-history","version":1,"start":"2026-03-04T05:06:07Z","clock_offset_ns":-3,"clock_uncertainty_ns":7,"policies":[{"route":"","limits":["gcra:5/1s,burst=5"]}]}` + "\n{}\n",
 		"",
 	} {

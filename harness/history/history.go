@@ -244,6 +244,11 @@ type Record struct {
 	Headers    map[string]string `json:"headers,omitempty"`
 	DecisionUs int64             `json:"decision_us,omitempty"`
 	Phase      string            `json:"phase,omitempty"`
+	// Shard, in a history merged from the shards of a sharded run
+	// (NewMerge), is the shard that recorded the request; nil in a
+	// shard's own history and in an unsharded one. Records of one shard
+	// share one Shard value: do not modify it through the pointer.
+	Shard *Shard `json:"shard,omitempty"`
 }
 
 // RateLimitHeaders lists, in lower case, the response headers a record keeps.
@@ -322,8 +327,9 @@ var (
 // Validate reports the first field of r that breaks the format, or nil: a
 // cost outside [1, MaxCost] (0 is accepted as the default 1), a time outside
 // [-MaxTimeNs, MaxTimeNs], a received time before the sent time, a status
-// outside 0..999, an unknown outcome, or a decision time outside
-// [0, MaxDecisionUs]. The error is a *FormatError without file and line.
+// outside 0..999, an unknown outcome, a decision time outside
+// [0, MaxDecisionUs], or a shard outside 0 <= index < count <= MaxShards.
+// The error is a *FormatError without file and line.
 func (r *Record) Validate() error {
 	bad := func(field, format string, args ...any) error {
 		return &FormatError{Field: field, Err: fmt.Errorf(format, args...)}
@@ -345,6 +351,8 @@ func (r *Record) Validate() error {
 		return bad("outcome", "invalid outcome %d", r.Outcome)
 	case r.DecisionUs < 0 || r.DecisionUs > MaxDecisionUs:
 		return bad("decision_us", "%d is outside [0, %d] µs since the Unix epoch (1970 to 2173); use 0 when the target reports none", r.DecisionUs, int64(MaxDecisionUs))
+	case r.Shard != nil && r.Shard.Validate() != nil:
+		return bad("shard", "%v", r.Shard.Validate())
 	}
 	return nil
 }

@@ -36,6 +36,8 @@ type Reader struct {
 	// header values.
 	interned map[string]string
 	recent   [4096]string // the strings interned last, by hash
+	// shards shares one *Shard per distinct record shard.
+	shards map[Shard]*Shard
 	// ahead, when set, decodes records ahead of Read (ReadAhead).
 	ahead *readAhead
 }

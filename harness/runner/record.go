@@ -18,7 +18,7 @@ func (o *Outcome) Record() runrecord.ScenarioRecord {
 		Name: sc.Name, Description: sc.Description, Source: sc.Source, Seed: sc.Seed,
 		Start: o.Start.UTC(), Duration: o.Duration, Redis: o.Redis, Instances: o.Instances, History: o.HistoryPath,
 		ClockOffset: o.ClockOffset, ClockUncertainty: o.ClockUncertainty, ClockSource: o.ClockSource, FailureMode: sc.Target.FailureMode,
-		RunID: string(o.RunID), IdentitiesFresh: &o.IdentitiesFresh,
+		RunID: string(o.RunID), IdentitiesFresh: &o.IdentitiesFresh, Shard: o.Shard,
 		Faults: o.Faults, Drill: drill(sc, o.Faults), KeyScan: o.KeyScan, Connections: o.Connections,
 		Checks: &runrecord.CheckSettings{
 			LoadDelivered: sc.Checks.LoadDelivered, MaxLatency: sc.Checks.MaxLatency,
@@ -133,7 +133,7 @@ func phaseRecord(p *traffic.PhaseStats) runrecord.PhaseRecord {
 			pr.Bursts = append(pr.Bursts, br)
 		}
 	}
-	if p.Kind == scenarios.RetryAfterProbe {
+	if p.Kind == scenarios.RetryAfterProbe && p.Planned > 0 { // none: another shard's probe
 		pr.Probe = &runrecord.ProbeRecord{Rejected: p.ProbeRejected, Retried: p.ProbeRetried, Admitted: p.ProbeAdmitted, Wait: p.ProbeWait}
 	}
 	return pr

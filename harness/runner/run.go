@@ -76,6 +76,12 @@ type Options struct {
 	// instance, overriding its configuration file (as a person running
 	// `rlbench serve` would); prefer the fields above.
 	InstanceArgs []string
+	// Shard, when set, fires one shard of a sharded run of each scenario
+	// (traffic.Plan): shard Shard.Index of Shard.Count, or of the
+	// scenario's shards.count when Shard.Count is 0. It needs RunID, which
+	// every shard of the run shares, and a scenario its shards can share a
+	// budget in (Shard, scenarios.Scenario.Shardable).
+	Shard *history.Shard
 	// ScanKeys scans every key of the scenario's Redis after the traffic
 	// for keys without a TTL and records the scan (the key-ttl check). Set
 	// it only for a Redis that holds this run's keys alone: a scan of a
@@ -103,6 +109,9 @@ type Outcome struct {
 	Stats *traffic.Stats
 	// ClockOffset is the limiter's clock minus the harness's, ± ClockUncertainty.
 	ClockOffset, ClockUncertainty time.Duration
+	// Shard is the shard of a sharded run this outcome fired; nil for a
+	// whole run.
+	Shard *history.Shard
 	// RunID names the run's identities (scenarios.Identities.Identity).
 	// IdentitiesFresh reports whether every identity began the run unknown
 	// to the limiter: generated for this run, or sent to a target and
@@ -169,6 +178,10 @@ func (r *Runner) logf(format string, args ...any) {
 // means the scenario could not be run or checked; failed checks are in the
 // Outcome's Report.
 func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (*Outcome, error) {
+	shard, err := r.Shard(sc)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
 	// Absolute, as every path handed to a child process (instance config, peer prefix) must be.
 	dir, err := filepath.Abs(filepath.Join(r.opts.OutDir, sc.Name))
 	if err != nil {
@@ -177,7 +190,7 @@ func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (*Outcome, err
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
-	out := &Outcome{Scenario: sc, HistoryPath: filepath.Join(sc.Name, "history.jsonl.gz")}
+	out := &Outcome{Scenario: sc, Shard: shard, HistoryPath: filepath.Join(sc.Name, "history.jsonl.gz")}
 
 	// Everything started below is stopped by these, in reverse order.
 	var cleanups []func()
@@ -495,6 +508,7 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 	hdr.Policies = r.headerPolicies(sc)
 	out.IdentitiesFresh = identitiesFresh(sc, r.opts.RunID != "", out.Redis.Provider)
 	hdr.RunID, hdr.IdentitiesFresh = string(out.RunID), &out.IdentitiesFresh
+	hdr.Shard = out.Shard
 	hdr.ClockResolutionNs = out.ClockResolution.Nanoseconds()
 	var dates *dateClock
 	if out.ClockSource != "" {
@@ -512,11 +526,7 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 		return err
 	}
 	var counters progress.Counters
-	planned := int64(0)
-	for _, ph := range sc.Phases {
-		planned += int64(ph.PlannedRequests())
-	}
-	display := progress.Start(r.opts.Progress, sc.Name, planned, r.opts.Interactive, 0, &counters)
+	display := progress.Start(r.opts.Progress, sc.Name, plannedRequests(sc, out.Shard), r.opts.Interactive, 0, &counters)
 	var sampler *connSampler
 	if r.sampleConnections(sc, out) {
 		sampler = startConnSampler(ctx, monitorURL, start, sc.Target.Instances, sampleapi.DefaultRedisPoolSize())
@@ -529,6 +539,7 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 		InstanceNames: names,
 		ClockOffset:   out.ClockOffset,
 		RunID:         out.RunID,
+		Shard:         out.Shard,
 		OnResult: func(res *traffic.Result) {
 			counters.SetPhase(res.Phase)
 			if dates != nil && res.Status != 0 {

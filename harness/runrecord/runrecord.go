@@ -103,8 +103,14 @@ type ScenarioRecord struct {
 	// Shard, in a sharded run, is the shard this record's history holds
 	// (the history header's shard); nil for a whole run.
 	Shard *history.Shard `json:"shard,omitempty"`
+	// Shards, in the record of a run merged from the shards of a sharded
+	// run (MergeShards), are its shards in order of index: where each
+	// was, how its clock was placed on the limiter's, its load generator's
+	// ceiling. History is then the merged history. Nil otherwise.
+	Shards []ShardRecord `json:"shards,omitempty"`
 	// ClockSource says where ClockOffset came from: "redis_time",
 	// "http_date", "declared" (the history header's clock_source values),
+	// ClockShards for a merged run whose shards' sources differ,
 	// or ClockUnknown when nothing could measure it (ClockOffset is then 0
 	// and means nothing). Empty in a record written before it was
 	// recorded; see ClockKnown.

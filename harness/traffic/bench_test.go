@@ -12,13 +12,9 @@ import (
 func BenchmarkPlan(b *testing.B) {
 	for _, dist := range []string{"  count: 1000", "  count: 1000\n  distribution: hot\n  share: 0.8", "  count: 1000\n  distribution: zipf\n  s: 1.1"} {
 		sc := scenario(b, 3, oneRoute, dist, "  - {kind: constant, rate: 1/1s, duration: 1s}")
-		e, err := newEngine(Config{Scenario: sc, BaseURLs: []string{"http://a", "http://b", "http://c"}})
-		if err != nil {
-			b.Fatal(err)
-		}
 		b.Run(string(sc.Identities.Distribution), func(b *testing.B) {
 			b.ReportAllocs()
-			p := e.planner(sc.Phases[0], newRand(1, 0))
+			p := newPlanner(sc, sc.Phases[0], newRand(1, 0), 0)
 			for b.Loop() {
 				p.next()
 			}

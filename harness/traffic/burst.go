@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -153,15 +152,16 @@ func widen(first, last, t time.Time) (time.Time, time.Time) {
 	return first, last
 }
 
-// volley is a burst phase's plan: items[i] is sent at(i) after the
-// phase's anchor, as part of burst burst(i). at does not decrease with i.
+// volley is what a run sends of a burst phase: plan[i] (Plan) is sent
+// plan[i].Intended after the phase's anchor, as part of its burst, one of
+// bursts, with result ID firstID+i. Intended does not decrease with i.
 type volley struct {
-	items   []item
+	plan    []Planned
 	firstID uint64
 	bursts  int
-	at      func(i int) time.Duration
-	burst   func(i int) int
 }
+
+func (v volley) at(i int) time.Duration { return v.plan[i].Intended }
 
 // shot is one send of a volley while it is fired. Its fields are written
 // in the order of its life, each before the step that reads it: the group
@@ -209,8 +209,8 @@ func (e *engine) fire(ctx context.Context, pi int, ph scenarios.Phase, v volley,
 		mu     sync.Mutex
 		bursts = make([]BurstStats, v.bursts)
 	)
-	for i := range v.items {
-		bursts[v.burst(i)].Requests++
+	for _, p := range v.plan {
+		bursts[p.Burst].Requests++
 	}
 	done := func(s *shot) {
 		mu.Lock()
@@ -218,9 +218,9 @@ func (e *engine) fire(ctx context.Context, pi int, ph scenarios.Phase, v volley,
 		mu.Unlock()
 	}
 	lead := e.cfg.ConnLead
-	for lo := 0; lo < len(v.items); {
+	for lo := 0; lo < len(v.plan); {
 		hi := lo + 1
-		for hi < len(v.items) && hi-lo < maxBurstConns && v.at(hi)-v.at(lo) < lead {
+		for hi < len(v.plan) && hi-lo < maxBurstConns && v.at(hi)-v.at(lo) < lead {
 			hi++
 		}
 		if !anchor.IsZero() && !sleepUntil(ctx, anchor.Add(v.at(lo)-lead)) {
@@ -231,7 +231,8 @@ func (e *engine) fire(ctx context.Context, pi int, ph scenarios.Phase, v volley,
 		}
 		g := make([]shot, hi-lo)
 		for j := range g {
-			g[j] = shot{it: v.items[lo+j], id: v.firstID + uint64(lo+j), burst: v.burst(lo + j), wrote: make(chan struct{})}
+			p := v.plan[lo+j]
+			g[j] = shot{it: p.item(), id: v.firstID + uint64(lo+j), burst: p.Burst, wrote: make(chan struct{})}
 		}
 		e.open(ctx, g)
 		context.AfterFunc(ctx, func() { // unblocks the reads of a cancelled run
@@ -491,18 +492,13 @@ func spreadOffset(i, n int, spread time.Duration) time.Duration {
 }
 
 // runBurst releases a burst phase: Repeats bursts of Requests requests,
-// burst k planned BurstStart(k) after the first.
-func (e *engine) runBurst(ctx context.Context, pi int, ph scenarios.Phase, rng *rand.Rand) error {
-	n, reps := ph.Requests, ph.Repeats()
-	items := e.planner(ph, rng).plan(n * reps)
+// burst k planned BurstStart(k) after the first; of them plan, the
+// requests this run sends (Plan), each at its planned offset.
+func (e *engine) runBurst(ctx context.Context, pi int, ph scenarios.Phase, plan []Planned) error {
 	e.coll.phaseMeta(pi, func(m *PhaseStats) {
-		m.Planned, m.PlannedDuration, m.Spread, m.Began = len(items), ph.Length(), ph.Spread, time.Now()
+		m.Planned, m.PlannedDuration, m.Spread, m.Began = len(plan), ph.Length(), ph.Spread, time.Now()
 	})
-	return e.fire(ctx, pi, ph, volley{
-		items: items, firstID: e.ids(len(items)), bursts: reps,
-		at:    func(i int) time.Duration { return ph.BurstStart(i/n) + spreadOffset(i%n, n, ph.Spread) },
-		burst: func(i int) int { return i / n },
-	}, time.Time{})
+	return e.fire(ctx, pi, ph, volley{plan: plan, firstID: e.ids(len(plan)), bursts: ph.Repeats()}, time.Time{})
 }
 
 // ErrEdgeTooFar is returned when the next window edge of an edge burst lies
@@ -531,24 +527,19 @@ func NextEdge(now time.Time, offset, lead, w time.Duration) (limiterEdge, localE
 
 // runEdgeBurst releases an edge burst: Requests requests Offset before the
 // next window edge and as many Offset after it, each half its own burst
-// whose connections open ConnLead before it.
-func (e *engine) runEdgeBurst(ctx context.Context, pi int, ph scenarios.Phase, rng *rand.Rand) error {
-	n := ph.Requests
-	items := e.planner(ph, rng).plan(2 * n)
+// whose connections open ConnLead before it; of them plan, the requests
+// this run sends (Plan).
+func (e *engine) runEdgeBurst(ctx context.Context, pi int, ph scenarios.Phase, plan []Planned) error {
 	began := time.Now()
 	limEdge, localEdge := NextEdge(began, e.cfg.ClockOffset, ph.Offset+e.cfg.ConnLead+edgeLead, ph.Window)
 	if wait := localEdge.Sub(began); wait > MaxEdgeWait {
 		return fmt.Errorf("phase %s: %w: %v away, more than %v", ph.Name, ErrEdgeTooFar, wait.Round(time.Second), MaxEdgeWait)
 	}
 	e.coll.phaseMeta(pi, func(m *PhaseStats) {
-		m.Planned, m.PlannedDuration, m.Spread, m.Began = len(items), 2*ph.Offset+ph.Spread, ph.Spread, began
+		m.Planned, m.PlannedDuration, m.Spread, m.Began = len(plan), 2*ph.Offset+ph.Spread, ph.Spread, began
 		m.Edge, m.EdgeLocal = limEdge, localEdge
 	})
-	return e.fire(ctx, pi, ph, volley{
-		items: items, firstID: e.ids(len(items)), bursts: 2,
-		at:    func(i int) time.Duration { return edgeOffset(i, n, ph.Offset, ph.Spread) },
-		burst: func(i int) int { return i / n },
-	}, localEdge)
+	return e.fire(ctx, pi, ph, volley{plan: plan, firstID: e.ids(len(plan)), bursts: 2}, localEdge)
 }
 
 // edgeOffset is the planned offset from the window edge of send i of an

@@ -2,7 +2,6 @@ package traffic
 
 import (
 	"context"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -15,13 +14,16 @@ import (
 // runHonouring runs an open-model phase whose clients honour Retry-After.
 // It does not use vegeta: vegeta's targeter must produce a request for every
 // tick of its pacer, while a client told to wait must send nothing. Here a
-// dispatcher walks the schedule; a request whose identity is still told to
+// dispatcher walks plan, the requests this run sends (Plan), on the
+// phase's schedule sched; a request whose identity is still told to
 // wait is withheld (counted, not sent), the others go to a bounded pool of
 // workers. When every worker is busy the dispatcher waits, and the delay
-// shows in the intended-send latency.
-func (e *engine) runHonouring(ctx context.Context, pi int, ph scenarios.Phase, sched Schedule, rng *rand.Rand) error {
+// shows in the intended-send latency. Every identity's requests belong to
+// one shard (Owner), so each client sees every answer it waits on.
+func (e *engine) runHonouring(ctx context.Context, pi int, ph scenarios.Phase, sched Schedule, plan []Planned) error {
+	sched = ownSchedule(sched, plan)
 	n := sched.N()
-	items := e.planner(ph, rng).plan(n)
+	items := planItems(plan)
 	firstID := e.ids(n)
 	began := time.Now()
 	e.coll.phaseMeta(pi, func(m *PhaseStats) {

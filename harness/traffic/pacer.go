@@ -144,3 +144,45 @@ func (p *schedulePacer) start() time.Time {
 	defer p.mu.Unlock()
 	return p.began
 }
+
+// subSchedule is the part of a Schedule that one shard of a sharded run
+// sends: request i is the whole schedule's request seq[i], due when the
+// whole schedule has it due, so that the shards' schedules together are
+// the whole one, time for time.
+type subSchedule struct {
+	whole Schedule
+	at    []time.Duration
+}
+
+// ownSchedule narrows sched to plan, the requests of it this run sends
+// (Plan): request i of the result is plan[i], due at plan[i].Intended.
+// A plan of every request leaves sched as it is.
+func ownSchedule(sched Schedule, plan []Planned) Schedule {
+	if len(plan) == sched.N() {
+		return sched
+	}
+	at := make([]time.Duration, len(plan))
+	for i, p := range plan {
+		at[i] = p.Intended
+	}
+	return subSchedule{whole: sched, at: at}
+}
+
+// N implements Schedule.
+func (s subSchedule) N() int { return len(s.at) }
+
+// At implements Schedule.
+func (s subSchedule) At(i int) time.Duration { return s.at[i] }
+
+// Rate implements Schedule: the whole schedule's rate times the share of
+// its requests this part holds.
+func (s subSchedule) Rate(elapsed time.Duration) float64 {
+	n := s.whole.N()
+	if n == 0 {
+		return 0
+	}
+	return s.whole.Rate(elapsed) * float64(len(s.at)) / float64(n)
+}
+
+// Duration implements Schedule.
+func (s subSchedule) Duration() time.Duration { return s.whole.Duration() }

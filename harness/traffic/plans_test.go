@@ -42,7 +42,7 @@ func TestPlannerGroups(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := e.planner(sc.Phases[0], newRand(sc.Seed, 0))
+			p := newPlanner(sc, sc.Phases[0], newRand(sc.Seed, 0), 0)
 			seen := map[int]int{}
 			const n = 20000
 			for _, it := range p.plan(n) {

@@ -3,7 +3,6 @@ package traffic
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -17,17 +16,20 @@ import (
 // until one is rejected, waits exactly the Retry-After that rejection
 // carried, from the moment it arrived, and retries once on the next
 // instance. The retry must be admitted; the checker judges it from the
-// results, marked with their ProbeRole.
-func (e *engine) runProbe(ctx context.Context, pi int, ph scenarios.Phase, rng *rand.Rand) error {
-	p := e.planner(ph, rng)
-	probeID := p.spare()
+// results, marked with their ProbeRole. Its k-th request is plan[k]
+// (Plan): shard 0 of a sharded run sends the probe, the others' plans
+// are empty.
+func (e *engine) runProbe(ctx context.Context, pi int, ph scenarios.Phase, plan []Planned) error {
 	began := time.Now()
 	e.coll.phaseMeta(pi, func(m *PhaseStats) { m.Began = began })
+	if len(plan) == 0 {
+		return nil
+	}
 	sent := 0
 	defer func() { e.coll.phaseMeta(pi, func(m *PhaseStats) { m.Planned = sent }) }()
 
 	send := func(role ProbeRole, at time.Time, waited time.Duration) *Result {
-		it := item{identity: probeID, route: p.route(), instance: p.instance()}
+		it := plan[sent].item()
 		res := e.newResult(pi, ph, it, e.ids(1))
 		res.Probe, res.Waited, res.Intended = role, waited, at
 		e.do(ctx, e.client, it, res)

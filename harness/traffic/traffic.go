@@ -10,6 +10,11 @@
 // whose clients honour Retry-After, and the Retry-After probe, drive net/http
 // themselves because each client's sends depend on its earlier answers.
 //
+// Every phase's requests are planned up front from the scenario's seed
+// (Plan), so a run can fire one shard of a sharded run (Config.Shard): the
+// requests of the plan that shard owns, each at the time the whole plan
+// gives it, so that several load generators together send the plan once.
+//
 // Latency is kept in HDR histograms twice: from the actual send and from the
 // intended send, so that a generator that falls behind its schedule shows
 // the delay (coordinated omission) instead of hiding it. A 429 is an
@@ -87,8 +92,14 @@ type Config struct {
 	// unless the scenario fixes them, every run sends its own keys
 	// ("key-<run>-0003") and client addresses, so that a limiter that
 	// outlives runs meets every identity with a full budget. Empty sends
-	// the fixed names.
+	// the fixed names. The shards of a sharded run share it.
 	RunID scenarios.RunID
+	// Shard, when set, fires shard Shard.Index of Shard.Count of a sharded
+	// run: of every phase, the requests Plan gives the shard, each at its
+	// planned time, so that the shards together send the scenario's
+	// traffic exactly once. Nil fires the whole run (Whole). The phase
+	// statistics count the shard's own plan.
+	Shard *history.Shard
 	// OnResult receives every result, from one goroutine, in the order the
 	// results complete. It does not slow the generator: results wait in a
 	// buffer of HandoffBuffer entries and are dropped (Stats.Dropped) when
@@ -255,6 +266,7 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 type engine struct {
 	cfg       Config
 	sc        *scenarios.Scenario
+	shard     history.Shard // Whole when Config.Shard is nil
 	bases     []*url.URL
 	baseStrs  []string // bases[i].String(), once
 	names     []string
@@ -274,7 +286,6 @@ type engine struct {
 
 	mu     sync.Mutex
 	nextID uint64 // last ID handed out
-	rr     uint64 // round-robin position over instances
 }
 
 func newEngine(cfg Config) (*engine, error) {
@@ -292,7 +303,13 @@ func newEngine(cfg Config) (*engine, error) {
 	if cfg.ConnLead < 0 {
 		return nil, fmt.Errorf("%w: ConnLead %v is negative", ErrConfig, cfg.ConnLead)
 	}
-	e := &engine{cfg: cfg, sc: sc, burstConns: make(chan struct{}, maxBurstConns)}
+	e := &engine{cfg: cfg, sc: sc, shard: Whole, burstConns: make(chan struct{}, maxBurstConns)}
+	if cfg.Shard != nil {
+		if err := cfg.Shard.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		}
+		e.shard = *cfg.Shard
+	}
 	for i, raw := range cfg.BaseURLs {
 		u, err := url.Parse(strings.TrimSuffix(raw, "/"))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -368,24 +385,21 @@ func newTransport(maxConns int) *http.Transport {
 }
 
 func (e *engine) runPhase(ctx context.Context, i int, ph scenarios.Phase) error {
-	rng := newRand(e.sc.Seed, i)
+	plan, err := Plan(e.sc, i, e.shard)
+	if err != nil {
+		return err
+	}
 	switch ph.Kind {
-	case scenarios.Constant:
-		sched := NewConstantSchedule(ph.Rate, ph.Duration)
+	case scenarios.Constant, scenarios.Ramp:
+		sched := schedule(ph)
 		if ph.HonorRetryAfter {
-			return e.runHonouring(ctx, i, ph, sched, rng)
+			return e.runHonouring(ctx, i, ph, sched, plan)
 		}
-		return e.runVegeta(ctx, i, ph, sched, rng)
-	case scenarios.Ramp:
-		sched := NewRampSchedule(ph.From, ph.To, ph.Duration)
-		if ph.HonorRetryAfter {
-			return e.runHonouring(ctx, i, ph, sched, rng)
-		}
-		return e.runVegeta(ctx, i, ph, sched, rng)
+		return e.runVegeta(ctx, i, ph, sched, plan)
 	case scenarios.Burst:
-		return e.runBurst(ctx, i, ph, rng)
+		return e.runBurst(ctx, i, ph, plan)
 	case scenarios.EdgeBurst:
-		return e.runEdgeBurst(ctx, i, ph, rng)
+		return e.runEdgeBurst(ctx, i, ph, plan)
 	case scenarios.Idle:
 		e.coll.phaseMeta(i, func(m *PhaseStats) { m.Began = time.Now() })
 		t := time.NewTimer(ph.Duration)
@@ -397,15 +411,9 @@ func (e *engine) runPhase(ctx context.Context, i int, ph scenarios.Phase) error 
 		e.coll.phaseMeta(i, func(m *PhaseStats) { m.Ended = time.Now() })
 		return ctx.Err()
 	case scenarios.RetryAfterProbe:
-		return e.runProbe(ctx, i, ph, rng)
+		return e.runProbe(ctx, i, ph, plan)
 	}
 	return fmt.Errorf("%w: phase %s: unknown kind %q", ErrConfig, ph.Name, ph.Kind)
-}
-
-// newRand returns the RNG of phase i: seeded by the scenario and the
-// phase's place, so that one phase's plan does not depend on another's.
-func newRand(seed int64, i int) *rand.Rand {
-	return rand.New(rand.NewPCG(uint64(seed), uint64(i)+1))
 }
 
 // ids reserves n consecutive result IDs and returns the first.
@@ -424,9 +432,9 @@ type item struct {
 	instance int
 }
 
-// planner draws items with a phase's seeded RNG.
+// planner draws a phase's items with its seeded RNG, for Plan.
 type planner struct {
-	e       *engine
+	sc      *scenarios.Scenario
 	rng     *rand.Rand
 	zipf    *rand.Zipf
 	routes  []int     // indexes into Target.Routes
@@ -438,18 +446,24 @@ type planner struct {
 	// every set); identity draws an index among their idCount identities,
 	// in order, and maps it to the identity's own index.
 	sets []scenarios.IdentitySet
+	// instances is the number of the target's instances, and rr the
+	// round-robin position over them.
+	instances, rr int
 }
 
-func (e *engine) planner(ph scenarios.Phase, rng *rand.Rand) *planner {
-	p := &planner{e: e, rng: rng, random: e.sc.Target.Spread == scenarios.Random, sets: e.sc.Identities.SetsOf(ph.Groups)}
+// newPlanner returns the planner of phase ph of sc, drawing from rng, its
+// round robin over the instances starting at position rr.
+func newPlanner(sc *scenarios.Scenario, ph scenarios.Phase, rng *rand.Rand, rr int) *planner {
+	p := &planner{sc: sc, rng: rng, random: sc.Target.Spread == scenarios.Random, sets: sc.Identities.SetsOf(ph.Groups),
+		instances: max(sc.Target.NumInstances(), 1), rr: rr}
 	for _, s := range p.sets {
 		p.idCount += s.Count
 	}
-	if e.sc.Identities.Distribution == scenarios.Zipf && p.idCount > 1 {
-		p.zipf = rand.NewZipf(rng, e.sc.Identities.S, 1, uint64(p.idCount-1))
+	if sc.Identities.Distribution == scenarios.Zipf && p.idCount > 1 {
+		p.zipf = rand.NewZipf(rng, sc.Identities.S, 1, uint64(p.idCount-1))
 	}
 	for _, rw := range ph.Routes {
-		for j, rt := range e.sc.Target.Routes {
+		for j, rt := range sc.Target.Routes {
 			if rt.Path == rw.Path {
 				p.routes = append(p.routes, j)
 				p.sumW += rw.Weight
@@ -468,7 +482,7 @@ func (p *planner) identity() int {
 }
 
 func (p *planner) draw() int {
-	id := p.e.sc.Identities
+	id := p.sc.Identities
 	switch {
 	case p.idCount <= 1:
 		return 0
@@ -498,7 +512,7 @@ func (p *planner) member(n int) int {
 // phase's first set, which no other phase uses.
 func (p *planner) spare() int {
 	if len(p.sets) == 0 {
-		return p.e.sc.Identities.Count
+		return p.sc.Identities.Count
 	}
 	return p.sets[0].Spare
 }
@@ -516,15 +530,14 @@ func (p *planner) route() int {
 	return p.routes[len(p.routes)-1]
 }
 
+// instance is the next request's instance: drawn with Spread random,
+// else the next in round robin.
 func (p *planner) instance() int {
-	n := len(p.e.bases)
 	if p.random {
-		return p.rng.IntN(n)
+		return p.rng.IntN(p.instances)
 	}
-	p.e.mu.Lock()
-	defer p.e.mu.Unlock()
-	i := int(p.e.rr % uint64(n))
-	p.e.rr++
+	i := p.rr % p.instances
+	p.rr++
 	return i
 }
 

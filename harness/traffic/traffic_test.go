@@ -429,11 +429,7 @@ func TestPlannerDistributions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			sc := scenario(t, 3, oneRoute, tt.identities, "  - {kind: constant, rate: 1/1s, duration: 1s}")
-			e, err := newEngine(Config{Scenario: sc, BaseURLs: []string{"http://a", "http://b", "http://c"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := e.planner(sc.Phases[0], newRand(sc.Seed, 0))
+			p := newPlanner(sc, sc.Phases[0], newRand(sc.Seed, 0), 0)
 			items := p.plan(20000)
 			hot, perInstance := 0, [3]int{}
 			for _, it := range items {
@@ -452,7 +448,7 @@ func TestPlannerDistributions(t *testing.T) {
 				t.Errorf("round robin gave %v", perInstance)
 			}
 			// The same seed gives the same plan.
-			again := e.planner(sc.Phases[0], newRand(sc.Seed, 0)).plan(100)
+			again := newPlanner(sc, sc.Phases[0], newRand(sc.Seed, 0), 0).plan(100)
 			for i := range again {
 				if again[i].identity != items[i].identity || again[i].route != items[i].route {
 					t.Fatalf("plan differs at %d with the same seed", i)
@@ -474,7 +470,7 @@ func TestRouteWeights(t *testing.T) {
 		t.Fatal(err)
 	}
 	counts := map[string]int{}
-	for _, it := range e.planner(sc.Phases[0], newRand(1, 0)).plan(40000) {
+	for _, it := range newPlanner(sc, sc.Phases[0], newRand(1, 0), 0).plan(40000) {
 		counts[sc.Target.Routes[it.route].Path]++
 	}
 	if share := float64(counts["/cheap"]) / 40000; share < 0.74 || share > 0.76 {

@@ -2,7 +2,6 @@ package traffic
 
 import (
 	"context"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -52,10 +51,12 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 }
 
 // runVegeta runs one open-model phase with its own vegeta Attacker (an
-// Attacker runs a single attack) paced by sched.
-func (e *engine) runVegeta(ctx context.Context, pi int, ph scenarios.Phase, sched Schedule, rng *rand.Rand) error {
+// Attacker runs a single attack) paced by the phase's schedule sched
+// narrowed to plan, the requests this run sends (Plan).
+func (e *engine) runVegeta(ctx context.Context, pi int, ph scenarios.Phase, sched Schedule, plan []Planned) error {
+	sched = ownSchedule(sched, plan)
 	n := sched.N()
-	items := e.planner(ph, rng).plan(n)
+	items := planItems(plan)
 	firstID := e.ids(n)
 	e.coll.phaseMeta(pi, func(m *PhaseStats) {
 		m.Planned, m.PlannedDuration, m.Began = n, sched.Duration(), time.Now()

@@ -1,0 +1,69 @@
+//go:build unix
+
+package runner
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/rlbench/rlbench/harness/history"
+	"github.com/rlbench/rlbench/harness/traffic"
+	"github.com/rlbench/rlbench/scenarios"
+)
+
+// ErrNoRunID is returned by Shard for a sharded run without Options.RunID.
+var ErrNoRunID = errors.New("a sharded run needs the run id its shards share, so that they send the same identities")
+
+// Shard returns the shard of sc this runner fires: nil when Options.Shard
+// is nil (the whole run), else Options.Shard, its count taken from the
+// scenario's shards.count when Options.Shard.Count is 0. Errors: a run
+// without Options.RunID (ErrNoRunID), a count the scenario does not give,
+// an index beyond the count, and the scenario's Shardable error, judged on
+// the Redis Options.Provider puts it on (an external Redis every shard
+// reaches).
+func (r *Runner) Shard(sc *scenarios.Scenario) (*history.Shard, error) {
+	want := r.opts.Shard
+	if want == nil {
+		return nil, nil
+	}
+	if r.opts.RunID == "" {
+		return nil, ErrNoRunID
+	}
+	s := *want
+	if s.Count == 0 {
+		if sc.Shards.Count == 0 {
+			return nil, fmt.Errorf("scenario %s gives no shards.count; give the count of shards, as %d/3 for shard %d of 3", sc.Name, s.Index, s.Index)
+		}
+		s.Count = sc.Shards.Count
+	}
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	on := sc
+	if r.opts.Provider == scenarios.ProviderExternal && sc.Redis.Provider != scenarios.ProviderNone {
+		c := *sc
+		c.Redis.Provider, c.Redis.URL = scenarios.ProviderExternal, r.opts.RedisURL
+		on = &c
+	}
+	if err := on.Shardable(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// plannedRequests is the number of requests shard (nil: the whole run)
+// plans over every phase of sc, a probe counted at its most.
+func plannedRequests(sc *scenarios.Scenario, shard *history.Shard) int64 {
+	var n int64
+	for i, ph := range sc.Phases {
+		if shard == nil {
+			n += int64(ph.PlannedRequests())
+			continue
+		}
+		plan, err := traffic.Plan(sc, i, *shard)
+		if err == nil { // Shard validated the shard
+			n += int64(len(plan))
+		}
+	}
+	return n
+}
