@@ -11,9 +11,12 @@ const aheadBatch = 512
 // ReadAhead makes r decode its records on workers goroutines (at least 1)
 // while one more reads and decompresses its lines, ahead of Read, which
 // returns the same records and errors in the same order as without it.
-// It holds at most a few batches of 512 records ahead. Call it before the
-// first Read, at most once, and Close when done with r, to stop the
-// goroutines: Read must not be called concurrently with Close.
+// It holds at most a few batches of 512 records ahead. The Headers map of
+// a record Read fills is then the read-ahead's own, which a later Read
+// reuses: copy it to keep it. Call ReadAhead before the first Read, at
+// most once, and Close when done with r, to stop the goroutines (a Reader
+// left unread and unclosed keeps them waiting); Read must not be called
+// concurrently with Close.
 func (r *Reader) ReadAhead(workers int) {
 	if r.ahead != nil {
 		return
