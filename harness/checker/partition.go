@@ -115,6 +115,16 @@ func partition(src history.Source, narrow narrowing, pl plan) (*partitions, erro
 			}
 		}
 	}
+	if ps.file != nil {
+		// A history that spilled once goes to the file whole, and the
+		// buffers go, so that its check holds no more than its tasks.
+		if err := ps.spill(pl.tempDir); err != nil {
+			return ps, err
+		}
+		for i := range ps.buckets {
+			ps.buckets[i].mem = nil
+		}
+	}
 	return ps, nil
 }
 
