@@ -33,6 +33,13 @@ func loadTask(ts *taskSource, narrow narrowing, ws *workspace) (*dataset, error)
 		seq := dec.seq
 		q := request{id: dec.uvarint(), retryAfter: raNone, rlLimit: -1, rlRemain: -1, rlReset: -1}
 		kb := dec.bytes()
+		if ts.parts > 1 && partOf(kb, ts.parts) != ts.part {
+			dec.skipRest() // another part's key
+			if err := ts.pop(dec); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		key, ok := keys.ids[string(kb)]
 		if !ok {
 			key = keys.id(string(kb))
@@ -100,15 +107,9 @@ func loadTask(ts *taskSource, narrow narrowing, ws *workspace) (*dataset, error)
 		}
 		d.reqs = append(d.reqs, q)
 		d.seq = append(d.seq, seq)
-		if !dec.more() {
-			if dec.err != nil {
-				return nil, dec.err
-			}
-			last := len(ts.decs) - 1
-			ts.decs[0] = ts.decs[last]
-			ts.decs = ts.decs[:last]
+		if err := ts.pop(dec); err != nil {
+			return nil, err
 		}
-		ts.down(0)
 	}
 	d.keys, d.routes, d.insts, d.policies = keys.names, routes.names, insts.names, policies.names
 	return d, nil
@@ -157,4 +158,42 @@ func (c *valueCache) get(b []byte) string {
 		*slot = string(b)
 	}
 	return *slot
+}
+
+// pop moves on from the record dec, at the top of the heap, has just read:
+// dec's error, if any.
+func (ts *taskSource) pop(dec *recordDecoder) error {
+	if !dec.more() {
+		if dec.err != nil {
+			return dec.err
+		}
+		last := len(ts.decs) - 1
+		ts.decs[0] = ts.decs[last]
+		ts.decs = ts.decs[:last]
+	}
+	ts.down(0)
+	return nil
+}
+
+// skipRest reads the rest of a record whose key was just read, as read
+// would, keeping nothing.
+func (d *recordDecoder) skipRest() {
+	for range 4 { // instance, route, phase, error
+		d.sharedRaw()
+	}
+	for range 5 { // cost, intended, sent, received, status
+		d.varint()
+	}
+	d.uvarintByte() // outcome
+	d.varint()      // decision_us
+	for n := d.uvarint(); n > 0 && d.err == nil; n-- {
+		if d.uvarintByte() == 0 {
+			d.bytes()
+		}
+		d.bytes()
+	}
+	if d.uvarintByte() == 1 { // shard
+		d.varint()
+		d.varint()
+	}
 }

@@ -67,6 +67,10 @@ type bucket struct {
 	chunks []chunk
 	n      int
 	last   int64 // position of the bucket's last record
+	// parts is how many tasks check the bucket's keys (1 unless it holds
+	// more records than a task should; 0 until tasks says), reads how
+	// many have read it.
+	parts, reads int
 }
 
 type chunk struct{ off, len int64 }
@@ -128,14 +132,21 @@ func partition(src history.Source, narrow narrowing, pl plan) (*partitions, erro
 	return ps, nil
 }
 
-// bucketOf is the bucket of key: FNV-1a.
-func bucketOf(key string) int {
+// bucketOf is the bucket of key: its hash (keyHash) modulo buckets.
+func bucketOf(key string) int { return int(keyHash(key) % buckets) }
+
+// partOf is the part of its bucket that key falls in when the bucket is
+// checked in parts: the rest of its hash, modulo parts.
+func partOf(key []byte, parts int) int { return int(keyHash(key) / buckets % uint32(parts)) }
+
+// keyHash is FNV-1a of key.
+func keyHash[T string | []byte](key T) uint32 {
 	h := uint32(2166136261)
 	for i := 0; i < len(key); i++ {
 		h ^= uint32(key[i])
 		h *= 16777619
 	}
-	return int(h % buckets)
+	return h
 }
 
 // spill appends every bucket's records in memory to the temporary file.
@@ -176,34 +187,57 @@ func (ps *partitions) close() error {
 	return err
 }
 
+// task is a run of buckets [from, to), or, for one bucket that holds more
+// records than a task should, the part part of its keys of parts (partOf).
+type task struct {
+	from, to    int
+	part, parts int
+}
+
 // tasks groups the buckets into runs of at most pl.taskRecords and
-// cachedTaskRecords records (unless one bucket holds more), four or more a
-// worker to keep every worker busy; a history below pl.minParallel records
-// is one task.
-func (ps *partitions) tasks(pl plan) [][2]int {
+// cachedTaskRecords records, four or more a worker to keep every worker
+// busy, and cuts a bucket that holds more by its keys' hashes into parts
+// of about that many (a key's records stay together, however many); a
+// history below pl.minParallel records is one task.
+func (ps *partitions) tasks(pl plan) []task {
 	target := ps.records
 	if ps.records >= pl.minParallel {
 		target = min(pl.taskRecords, max(ps.records/(4*pl.workers), 1), cachedTaskRecords)
 	}
-	var out [][2]int
+	var out []task
 	from, n := 0, 0
 	for i := range ps.buckets {
-		if k := ps.buckets[i].n; n > 0 && n+k > target {
-			out = append(out, [2]int{from, i})
+		k := ps.buckets[i].n
+		if n > 0 && n+k > target {
+			out = append(out, task{from: from, to: i, parts: 1})
 			from, n = i, 0
 		}
-		n += ps.buckets[i].n
+		if parts := (k + target - 1) / max(target, 1); parts > 1 {
+			ps.buckets[i].parts = parts
+			for part := range parts {
+				out = append(out, task{from: i, to: i + 1, part: part, parts: parts})
+			}
+			from = i + 1
+			continue
+		}
+		n += k
 	}
-	return append(out, [2]int{from, buckets})
+	if from < buckets {
+		out = append(out, task{from: from, to: buckets, parts: 1})
+	}
+	return out
 }
 
 // bytes returns the encoded records of bucket i, read back from the
-// temporary file where they spilled, and lets go of those in memory.
+// temporary file where they spilled, and lets go of those in memory once
+// every part of the bucket has them.
 func (ps *partitions) bytes(i int) ([]byte, error) {
 	b := &ps.buckets[i]
 	if len(b.chunks) == 0 {
 		buf := b.mem
-		b.mem = nil
+		if b.reads++; b.reads >= b.parts {
+			b.mem = nil
+		}
 		return buf, nil
 	}
 	var size int64
@@ -219,7 +253,9 @@ func (ps *partitions) bytes(i int) ([]byte, error) {
 		pos += c.len
 	}
 	buf = append(buf, b.mem...)
-	b.mem = nil
+	if b.reads++; b.reads >= b.parts {
+		b.mem = nil
+	}
 	return buf, nil
 }
 
@@ -230,12 +266,15 @@ type taskSource struct {
 	hdr  history.Header
 	strs *strtab
 	decs []*recordDecoder // by next position, a min-heap
-	n    int
+	n    int              // records, at most
+	// part and parts select the keys of one part of a bucket (partOf);
+	// parts is 1 for every key.
+	part, parts int
 }
 
-func (ps *partitions) taskSource(from, to int) (*taskSource, error) {
-	ts := &taskSource{hdr: ps.hdr, strs: &ps.strs}
-	for i := from; i < to; i++ {
+func (ps *partitions) taskSource(t task) (*taskSource, error) {
+	ts := &taskSource{hdr: ps.hdr, strs: &ps.strs, part: t.part, parts: t.parts}
+	for i := t.from; i < t.to; i++ {
 		if ps.buckets[i].n == 0 {
 			continue
 		}
@@ -315,7 +354,7 @@ func checkPartitioned(src history.Source, p Policy, c clock, pl plan) (_ *Report
 					mu.Unlock()
 					return
 				}
-				ts, err := ps.taskSource(tasks[t][0], tasks[t][1])
+				ts, err := ps.taskSource(tasks[t])
 				mu.Unlock()
 				if err != nil {
 					fail(err)

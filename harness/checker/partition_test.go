@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"reflect"
-	"slices"
 	"testing"
 
 	"github.com/rlbench/rlbench/harness/history"
@@ -265,18 +264,20 @@ func fill(t *testing.T, v reflect.Value, path string) {
 	}
 }
 
-// The tasks cover every bucket once, in order, each within its share of
-// records unless one bucket alone holds more.
+// The tasks cover every bucket once, in order: runs of buckets within their
+// share of records, and a bucket that holds more in parts of its keys.
 func TestTasksCoverBuckets(t *testing.T) {
 	for _, tc := range []struct {
-		name        string
-		counts      map[int]int
-		pl          plan
-		wantOneTask bool
+		name      string
+		counts    map[int]int
+		pl        plan
+		wantTasks int
 	}{
-		{"small history", map[int]int{0: 10, 200: 5}, plan{workers: 2, taskRecords: 1, minParallel: 100}, true},
-		{"spread", map[int]int{0: 100, 1: 100, 7: 100, 100: 100, 255: 100}, plan{workers: 2, taskRecords: 150}, false},
-		{"one big bucket", map[int]int{3: 1000, 4: 1}, plan{workers: 1, taskRecords: 10}, false},
+		{"small history", map[int]int{0: 10, 200: 5}, plan{workers: 2, taskRecords: 1, minParallel: 100}, 1},
+		{"spread", map[int]int{0: 100, 1: 100, 7: 100, 100: 100, 255: 100}, plan{workers: 1, taskRecords: 150}, 5},
+		{"spread on two workers", map[int]int{0: 100, 1: 100, 7: 100, 100: 100, 255: 100}, plan{workers: 2, taskRecords: 150}, 10},
+		{"one big bucket", map[int]int{3: 1000, 4: 1}, plan{workers: 1, taskRecords: 10}, 101},
+		{"big bucket amid small ones", map[int]int{0: 3, 1: 3, 2: 25, 9: 4}, plan{workers: 1, taskRecords: 10}, 6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var ps partitions
@@ -285,29 +286,49 @@ func TestTasksCoverBuckets(t *testing.T) {
 				ps.records += n
 			}
 			tasks := ps.tasks(tc.pl)
-			if got := len(tasks) == 1; got != tc.wantOneTask {
-				t.Errorf("%d tasks, want one: %v", len(tasks), tc.wantOneTask)
+			if len(tasks) != tc.wantTasks {
+				t.Errorf("%d tasks, want %d: %v", len(tasks), tc.wantTasks, tasks)
 			}
 			next := 0
-			for _, task := range tasks {
-				if task[0] != next || task[1] <= task[0] {
+			for i := 0; i < len(tasks); i++ {
+				task := tasks[i]
+				for b := next; b < task.from; b++ {
+					if ps.buckets[b].n > 0 {
+						t.Fatalf("tasks %v leave out bucket %d", tasks, b)
+					}
+				}
+				if task.from < next || task.to <= task.from {
 					t.Fatalf("tasks %v do not cover the buckets in order", tasks)
 				}
-				next = task[1]
-				n, big := 0, false
-				for b := task[0]; b < task[1]; b++ {
-					n += ps.buckets[b].n
-					big = big || ps.buckets[b].n > tc.pl.taskRecords
+				next = task.to
+				if task.parts > 1 {
+					// The parts of one bucket, each once, in order.
+					if task.to != task.from+1 || i+task.parts > len(tasks) {
+						t.Fatalf("task %v: parts of more than one bucket", task)
+					}
+					for part := range task.parts {
+						if got := tasks[i+part]; got.from != task.from || got.part != part || got.parts != task.parts {
+							t.Fatalf("task %v, want part %d of %d of bucket %d", got, part, task.parts, task.from)
+						}
+					}
+					if n := ps.buckets[task.from].n; n > task.parts*tc.pl.taskRecords {
+						t.Errorf("bucket %d: %d records in %d parts, above %d a part", task.from, n, task.parts, tc.pl.taskRecords)
+					}
+					i += task.parts - 1
+					continue
 				}
-				if !tc.wantOneTask && n > tc.pl.taskRecords && !big {
+				n := 0
+				for b := task.from; b < task.to; b++ {
+					n += ps.buckets[b].n
+				}
+				if tc.wantTasks > 1 && n > tc.pl.taskRecords {
 					t.Errorf("task %v holds %d records, above %d", task, n, tc.pl.taskRecords)
 				}
 			}
-			if next != buckets {
-				t.Errorf("tasks %v end at bucket %d, want %d", tasks, next, buckets)
-			}
-			if !slices.IsSortedFunc(tasks, func(a, b [2]int) int { return a[0] - b[0] }) {
-				t.Errorf("tasks %v out of order", tasks)
+			for b := next; b < buckets; b++ {
+				if ps.buckets[b].n > 0 {
+					t.Errorf("tasks %v leave out bucket %d", tasks, b)
+				}
 			}
 		})
 	}
