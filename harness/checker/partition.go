@@ -77,14 +77,15 @@ type chunk struct{ off, len int64 }
 
 // partitions is a history sorted by key into buckets.
 type partitions struct {
-	hdr     history.Header
-	strs    strtab
-	buckets [buckets]bucket
-	records int
-	end     int64 // the latest received time, after narrowing
-	inMem   int64
-	file    *os.File // the temporary file, nil until a spill
-	fileLen int64
+	hdr      history.Header
+	strs     strtab
+	buckets  [buckets]bucket
+	records  int
+	end      int64 // the latest received time, after narrowing
+	inMem    int64
+	file     *os.File // the temporary file, nil until a spill
+	fileLen  int64
+	unlinked bool // the file's name is gone already
 }
 
 // partition reads every record of src into buckets by a hash of its key,
@@ -157,6 +158,9 @@ func (ps *partitions) spill(dir string) error {
 			return fmt.Errorf("partition the history: %w (set the temporary directory, TMPDIR, to one with room)", err)
 		}
 		ps.file = f
+		// Unlinked at once where the system allows it (Unix), the file
+		// goes even when the process is killed; elsewhere close removes it.
+		ps.unlinked = os.Remove(f.Name()) == nil
 	}
 	for i := range ps.buckets {
 		b := &ps.buckets[i]
@@ -174,14 +178,16 @@ func (ps *partitions) spill(dir string) error {
 	return nil
 }
 
-// close removes the temporary file.
+// close closes the temporary file and removes it, if it has a name left.
 func (ps *partitions) close() error {
 	if ps == nil || ps.file == nil {
 		return nil
 	}
 	err := ps.file.Close()
-	if rerr := os.Remove(ps.file.Name()); err == nil {
-		err = rerr
+	if !ps.unlinked {
+		if rerr := os.Remove(ps.file.Name()); err == nil {
+			err = rerr
+		}
 	}
 	ps.file = nil
 	return err

@@ -91,7 +91,8 @@ type Policy struct {
 	// takes what it needs. 0 means DefaultMemoryBudget.
 	MemoryBudget int64
 	// TempDir is the directory of that temporary file, which Check removes
-	// before it returns; "" means the system's (os.TempDir, $TMPDIR).
+	// before it returns (on Unix at once, so that a killed process leaves
+	// none behind); "" means the system's (os.TempDir, $TMPDIR).
 	TempDir string
 }
 
