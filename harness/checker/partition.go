@@ -202,9 +202,11 @@ type task struct {
 
 // tasks groups the buckets into runs of at most pl.taskRecords and
 // cachedTaskRecords records, four or more a worker to keep every worker
-// busy, and cuts a bucket that holds more by its keys' hashes into parts
-// of about that many (a key's records stay together, however many); a
-// history below pl.minParallel records is one task.
+// busy, and cuts a bucket that holds more than pl.taskRecords, a worker's
+// share of the memory budget, by its keys' hashes into parts of about that
+// many (each part reads the whole bucket, and keeps its keys' records; a
+// key's records stay together, however many); a history below
+// pl.minParallel records is one task.
 func (ps *partitions) tasks(pl plan) []task {
 	target := ps.records
 	if ps.records >= pl.minParallel {
@@ -218,7 +220,7 @@ func (ps *partitions) tasks(pl plan) []task {
 			out = append(out, task{from: from, to: i, parts: 1})
 			from, n = i, 0
 		}
-		if parts := (k + target - 1) / max(target, 1); parts > 1 {
+		if parts := (k + pl.taskRecords - 1) / max(pl.taskRecords, 1); parts > 1 && target < ps.records {
 			ps.buckets[i].parts = parts
 			for part := range parts {
 				out = append(out, task{from: i, to: i + 1, part: part, parts: parts})

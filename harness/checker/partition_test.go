@@ -275,9 +275,9 @@ func TestTasksCoverBuckets(t *testing.T) {
 	}{
 		{"small history", map[int]int{0: 10, 200: 5}, plan{workers: 2, taskRecords: 1, minParallel: 100}, 1},
 		{"spread", map[int]int{0: 100, 1: 100, 7: 100, 100: 100, 255: 100}, plan{workers: 1, taskRecords: 150}, 5},
-		{"spread on two workers", map[int]int{0: 100, 1: 100, 7: 100, 100: 100, 255: 100}, plan{workers: 2, taskRecords: 150}, 10},
+		{"spread on two workers", map[int]int{0: 100, 1: 100, 7: 100, 100: 100, 255: 100}, plan{workers: 2, taskRecords: 150}, 5},
 		{"one big bucket", map[int]int{3: 1000, 4: 1}, plan{workers: 1, taskRecords: 10}, 101},
-		{"big bucket amid small ones", map[int]int{0: 3, 1: 3, 2: 25, 9: 4}, plan{workers: 1, taskRecords: 10}, 6},
+		{"big bucket amid small ones", map[int]int{0: 3, 1: 3, 2: 25, 9: 4}, plan{workers: 1, taskRecords: 10}, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var ps partitions
