@@ -221,6 +221,10 @@ func metaFacts(run *Run) []fact {
 		if len(redis) > 0 {
 			fs = append(fs, fact{Label: "Redis", Value: strings.Join(redis, "; ")})
 		}
+		if d := m.ClockDrill; d != nil {
+			fs = append(fs, fact{Label: "clock drill", Value: fmt.Sprintf("skew %v, misreport %v, uncertainty floor %v", d.Skew, d.Misreport, d.UncertaintyFloor),
+				Note: "the run told a fiction about its clock, for a drill or a test: a misreport makes the recorded offsets wrong"})
+		}
 	} else {
 		fs = append(fs, fact{Label: "run record", Value: "run.json is absent: software, machine and load are unknown"})
 	}
@@ -301,6 +305,9 @@ func sectionOf(sc *Scenario, proofs []*proofView) section {
 			fact{Label: "instances", Value: orDash(strings.Join(rec.Instances, ", "))},
 			fact{Label: "clock offset", Value: clockFact(rec)},
 		)
+		if a := rec.AgreedStart; a != nil {
+			s.Facts = append(s.Facts, fact{Label: "agreed start", Value: agreedStartFact(a)})
+		}
 		s.Facts = append(s.Facts, shardFacts(rec)...)
 		if c := rec.Checks; c != nil && c.Headers != nil && !*c.Headers {
 			s.Facts = append(s.Facts, fact{Label: "header checks", Value: "not run (checks.headers: false): retry-after, ratelimit-fields, header-style"})
@@ -365,6 +372,24 @@ func clockFact(rec *runrecord.ScenarioRecord) string {
 		v += " (this host's clock)"
 	}
 	return v
+}
+
+// agreedStartFact is the start a scenario's first phase waited for, as its
+// facts show it: when, on which clock, how it was agreed and how late the
+// phase began.
+func agreedStartFact(a *runrecord.AgreedStart) string {
+	v := a.At.UTC().Format(time.RFC3339Nano)
+	if a.Clock == runrecord.StartClockLimiter {
+		v += " on the limiter's clock"
+	} else {
+		v += " on this host's clock"
+	}
+	if a.By == runrecord.StartBarrier {
+		v += ", agreed at barrier " + a.Barrier
+	} else {
+		v += ", given by --start-at"
+	}
+	return v + fmt.Sprintf("; began %v after it (tolerance %v)", a.Late.Round(time.Microsecond), a.Tolerance)
 }
 
 // shardFacts are a merged run's shards as its scenario's facts show them:

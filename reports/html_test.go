@@ -721,6 +721,27 @@ func TestReportHarnessErrorAndSkips(t *testing.T) {
 	}
 }
 
+// TestAgreedStartFact: a scenario's facts say when its first phase was to
+// begin, on which clock, how the start was agreed and how late it began.
+func TestAgreedStartFact(t *testing.T) {
+	at := time.Date(2025, 6, 1, 12, 0, 0, 500_000_000, time.UTC)
+	for _, tt := range []struct {
+		a    runrecord.AgreedStart
+		want string
+	}{
+		{runrecord.AgreedStart{By: runrecord.StartAt, At: at, Clock: runrecord.StartClockLimiter, Late: 1234567, Tolerance: 50 * time.Millisecond},
+			"2025-06-01T12:00:00.5Z on the limiter's clock, given by --start-at; began 1.235ms after it (tolerance 50ms)"},
+		{runrecord.AgreedStart{By: runrecord.StartAt, At: at, Clock: runrecord.StartClockHost, Tolerance: 50 * time.Millisecond},
+			"2025-06-01T12:00:00.5Z on this host's clock, given by --start-at; began 0s after it (tolerance 50ms)"},
+		{runrecord.AgreedStart{By: runrecord.StartBarrier, At: at, Clock: runrecord.StartClockLimiter, Barrier: "rlbench:{0a1b2c3d}:barrier:quickstart", Late: 3 * time.Millisecond, Tolerance: 50 * time.Millisecond},
+			"2025-06-01T12:00:00.5Z on the limiter's clock, agreed at barrier rlbench:{0a1b2c3d}:barrier:quickstart; began 3ms after it (tolerance 50ms)"},
+	} {
+		if got := agreedStartFact(&tt.a); got != tt.want {
+			t.Errorf("agreedStartFact = %q, want %q", got, tt.want)
+		}
+	}
+}
+
 // A merged run's scenario shows each shard's calibration among its facts.
 func TestShardFacts(t *testing.T) {
 	rec := &runrecord.ScenarioRecord{Shards: []runrecord.ShardRecord{

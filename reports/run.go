@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -166,6 +167,7 @@ func WriteRun(dir string, s *checker.Summary, rec *runrecord.RunRecord) error {
 	if err := s.WriteFile(filepath.Join(dir, SummaryFile)); err != nil {
 		return err
 	}
+	relativeShardDirs(dir, rec)
 	if err := rec.WriteFile(filepath.Join(dir, RunFile)); err != nil {
 		return err
 	}
@@ -176,6 +178,29 @@ func WriteRun(dir string, s *checker.Summary, rec *runrecord.RunRecord) error {
 		return fmt.Errorf("report: %w", err)
 	}
 	return nil
+}
+
+// relativeShardDirs records the shard directories of a merged run that lie
+// within dir relative to it, so that the run directory can be moved or
+// copied whole and `rlbench check` still finds its shards; those outside
+// are kept as they are.
+func relativeShardDirs(dir string, rec *runrecord.RunRecord) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return
+	}
+	for i := range rec.Scenarios {
+		for j := range rec.Scenarios[i].Shards {
+			sh := &rec.Scenarios[i].Shards[j]
+			d, err := filepath.Abs(sh.Dir)
+			if err != nil {
+				continue
+			}
+			if rel, err := filepath.Rel(abs, d); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				sh.Dir = rel
+			}
+		}
+	}
 }
 
 // AppendMarkdown appends WriteMarkdown's summary of s to the file at path,

@@ -183,12 +183,18 @@ type rawOverhead struct {
 // their ${VAR} references from the environment now. Errors are
 // *ScenarioError values.
 func Parse(file string, data []byte) (*Scenario, error) {
+	return parse(file, data, os.LookupEnv)
+}
+
+// parse is Parse with header values' ${VAR} references read through
+// lookupEnv.
+func parse(file string, data []byte, lookupEnv func(string) (string, bool)) (*Scenario, error) {
 	var raw rawScenario
 	doc, err := yamlstrict.Decode(file, data, &raw)
 	if err != nil {
 		return nil, err
 	}
-	v := &validator{doc: doc, lookupEnv: os.LookupEnv}
+	v := &validator{doc: doc, lookupEnv: lookupEnv}
 	if !strings.HasPrefix(file, "embedded:") {
 		v.dir = filepath.Dir(file)
 	}
@@ -196,6 +202,6 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	if v.err != nil {
 		return nil, v.err
 	}
-	s.Source = file
+	s.Source, s.Text = file, data
 	return s, nil
 }

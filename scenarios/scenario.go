@@ -24,6 +24,9 @@ type Scenario struct {
 	// Source is the file the scenario came from: a path, or
 	// "embedded:NAME.yaml" for a shipped scenario.
 	Source string
+	// Text is the file's text as Parse read it, so that a scenario with no
+	// file of its own (an embedded one) can be handed to another process.
+	Text []byte
 
 	Redis      Redis
 	Target     Target

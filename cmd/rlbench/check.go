@@ -309,7 +309,7 @@ func (c *checkCommand) checkRunDir(dir, summaryPath string) error {
 			s.Add(sc.Name, results)
 			couldNotRun++
 		} else if len(sc.Shards) > 0 {
-			rep, err := c.recheckMerged(sc)
+			rep, err := c.recheckMerged(dir, sc)
 			if err != nil {
 				return fmt.Errorf("scenario %s: %w", sc.Name, err)
 			}
@@ -360,12 +360,16 @@ func (c *checkCommand) checkRunDir(dir, summaryPath string) error {
 }
 
 // recheckMerged checks again, from its shards' run directories, a scenario
-// of a run merged from shards (`rlbench check --out`), and prints its
-// verdict table.
-func (c *checkCommand) recheckMerged(sc *runrecord.ScenarioRecord) (*checker.Report, error) {
+// of a run merged from shards (`rlbench check --out`, `rlbench run
+// --local-shards`) in the run directory dir, and prints its verdict table.
+// A shard directory recorded relative is relative to dir.
+func (c *checkCommand) recheckMerged(dir string, sc *runrecord.ScenarioRecord) (*checker.Report, error) {
 	dirs := make([]string, len(sc.Shards))
 	for i, sh := range sc.Shards {
 		dirs[i] = sh.Dir
+		if !filepath.IsAbs(sh.Dir) {
+			dirs[i] = filepath.Join(dir, sh.Dir)
+		}
 	}
 	scs, err := checker.LoadShards(dirs)
 	if err != nil {
@@ -376,7 +380,7 @@ func (c *checkCommand) recheckMerged(sc *runrecord.ScenarioRecord) (*checker.Rep
 		return nil, fmt.Errorf("the shards in %s no longer hold it", strings.Join(dirs, ", "))
 	}
 	partial := len(sc.Shards) < sc.Shards[0].Shard.Count
-	rep, err := checker.CheckShards(scs[i].Shards, checker.ShardOptions{AllowMissing: partial})
+	rep, err := checker.CheckShards(scs[i].Shards, checker.ShardOptions{AllowMissing: partial, KeyScan: sc.KeyScan})
 	if err != nil {
 		return nil, err
 	}

@@ -151,6 +151,25 @@ func TestCheckShards(t *testing.T) {
 		t.Errorf("SHARDS_ROOT holding a merged run: exit %d: %s", code, errOut)
 	}
 
+	// A merged run that holds its shards (as `rlbench run --local-shards`
+	// leaves them) records them relative to itself, so it can be moved
+	// whole and checked again.
+	holder := filepath.Join(t.TempDir(), "run")
+	inner := writeShardDirs(t, filepath.Join(holder, "shards"), [3]int{5, 5, 5})
+	if code, out, errOut = runCheck(t, append([]string{"--out", holder}, inner...)...); code != exitOK {
+		t.Fatalf("--out holding the shards: exit %d:\n%s\n%s", code, out, errOut)
+	}
+	if rec, err := readRunRecord(holder); err != nil || rec.Scenarios[0].Shards[1].Dir != filepath.Join("shards", "1") {
+		t.Errorf("a shard within the merged run is recorded as %+v (%v), want shards/1", rec.Scenarios[0].Shards[1], err)
+	}
+	moved := filepath.Join(t.TempDir(), "moved")
+	if err := os.Rename(holder, moved); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut = runCheck(t, moved); code != exitOK || !strings.Contains(out, "re-checked from its 3 shards: "+filepath.Join(moved, "shards", "0")) {
+		t.Errorf("re-check of a moved merged run: exit %d:\n%s\n%s", code, out, errOut)
+	}
+
 	// Shard 1 admitted six requests within 5 ms: over budget.
 	failing := writeShardDirs(t, t.TempDir(), [3]int{5, 6, 5})
 	if code, out, _ = runCheck(t, failing...); code != exitCheckFailed || !strings.Contains(out, `key "key-1": 6 units admitted`) {

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rlbench/rlbench/harness/history"
 )
@@ -144,18 +146,29 @@ type help struct {
 	about string
 	// footer follows the flags, wrapped as about is: the exit codes.
 	footer string
+	// drills names flags for drills and tests, listed apart from the
+	// others under drillsHeading.
+	drills []string
 }
 
+// drillsHeading heads the flags of a usage that are for drills and tests.
+const drillsHeading = "For drills and tests only (a run given them records them in run.json):"
+
 // text returns the usage: the synopsis, the description, every flag of fs
-// with its argument name, usage and default, and the footer.
+// with its argument name, usage and default (those for drills apart, after
+// the others), and the footer.
 func (h help) text(fs *flag.FlagSet) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Usage: %s\n", h.synopsis)
 	if h.about != "" {
 		b.WriteString("\n" + wrap(h.about, usageWidth))
 	}
-	if flags := flagList(fs); flags != "" {
+	drill := func(f *flag.Flag) bool { return slices.Contains(h.drills, f.Name) }
+	if flags := flagList(fs, func(f *flag.Flag) bool { return !drill(f) }); flags != "" {
 		b.WriteString("\nFlags:\n" + flags)
+	}
+	if flags := flagList(fs, drill); flags != "" {
+		b.WriteString("\n" + wrap(drillsHeading, usageWidth) + flags)
 	}
 	if h.footer != "" {
 		b.WriteString("\n" + wrap(h.footer, usageWidth))
@@ -163,16 +176,19 @@ func (h help) text(fs *flag.FlagSet) string {
 	return b.String()
 }
 
-// flagList formats fs's flags as flag.PrintDefaults does (in name order,
-// the argument name from the usage's back-quoted word or the flag's type,
-// the default when it is not the zero value) but in two columns, with a
-// double dash and the argument name in capitals, each usage wrapped at
-// usageWidth.
-func flagList(fs *flag.FlagSet) string {
+// flagList formats the flags of fs that keep reports as flag.PrintDefaults
+// does (in name order, the argument name from the usage's back-quoted word
+// or the flag's type, the default when it is not the zero value) but in two
+// columns, with a double dash and the argument name in capitals, each usage
+// wrapped at usageWidth.
+func flagList(fs *flag.FlagSet, keep func(*flag.Flag) bool) string {
 	type row struct{ left, usage string }
 	var rows []row
 	width := 0
 	fs.VisitAll(func(f *flag.Flag) {
+		if !keep(f) {
+			return
+		}
 		arg, usage := flag.UnquoteUsage(f)
 		left := "  --" + f.Name
 		if arg != "" {
@@ -294,5 +310,39 @@ func (f *shardFlag) Set(v string) error {
 		return fmt.Errorf("want I/N, as 0/3 (shard 0 of 3), or I (from 0) for shard I of the scenario's shards.count")
 	}
 	f.s = &history.Shard{Index: i}
+	return nil
+}
+
+// durationsFlag is a comma-separated list of durations, one per shard, as
+// "0,300ms,-2s"; an empty item is 0.
+type durationsFlag []time.Duration
+
+func (d *durationsFlag) String() string {
+	if d == nil {
+		return ""
+	}
+	s := make([]string, len(*d))
+	for i, v := range *d {
+		s[i] = v.String()
+	}
+	return strings.Join(s, ",")
+}
+
+// Set parses v. Errors name the item and the form the flag takes.
+func (d *durationsFlag) Set(v string) error {
+	var out durationsFlag
+	for i, item := range strings.Split(v, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			out = append(out, 0)
+			continue
+		}
+		x, err := time.ParseDuration(item)
+		if err != nil {
+			return fmt.Errorf("item %d %q is not a duration: want one per shard, comma-separated, as 0,300ms,-2s", i+1, item)
+		}
+		out = append(out, x)
+	}
+	*d = out
 	return nil
 }

@@ -26,6 +26,7 @@ var subcommandFlagSets = map[string]func() *flag.FlagSet{
 	"list":     new(listCommand).flagSet,
 	"doctor":   new(doctorFlags).flagSet,
 	"init":     new(initFlags).flagSet,
+	"k8s":      new(k8sFlags).flagSet,
 	"version":  new(versionCommand).flagSet,
 }
 
@@ -252,6 +253,7 @@ func TestCommandUsage(t *testing.T) {
 	for name, fs := range map[string]*flag.FlagSet{
 		"run": new(runFlags).flagSet(), "check": new(checkFlags).flagSet(), "report": new(reportFlags).flagSet(),
 		"mutate": new(mutateFlags).flagSet(), "serve": new(serveFlags).flagSet(), "init": new(initFlags).flagSet(),
+		"k8s": new(k8sFlags).flagSet(),
 	} {
 		usage := commands[name]().Usage()
 		fs.VisitAll(func(f *flag.Flag) {

@@ -36,6 +36,7 @@ var commands = map[string]func() command{
 	"mutate":   func() command { return &mutateCommand{stdout: os.Stdout, stderr: os.Stderr} },
 	"doctor":   func() command { return &doctorCommand{stdout: os.Stdout} },
 	"init":     func() command { return &initCommand{stdout: os.Stdout} },
+	"k8s":      func() command { return &k8sCommand{stdout: os.Stdout} },
 }
 
 // summaries are the commands' one-line descriptions, for the usage text.
@@ -43,6 +44,7 @@ var summaries = map[string]string{
 	"check":    "check a recorded history (rlbench's or vegeta's) against a policy",
 	"doctor":   "check a Redis that a limiter will keep its state in",
 	"init":     "write a commented scenario for your own API from a few flags",
+	"k8s":      "print the Kubernetes manifests of a run split into shards",
 	"list":     "list the shipped scenarios and what each proves",
 	"mutate":   "run the faulty limiter variants and print the mutation score",
 	"report":   "render a saved run's report.html again",

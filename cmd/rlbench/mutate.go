@@ -10,6 +10,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/rlbench/rlbench/harness/history"
 	"github.com/rlbench/rlbench/harness/mutation"
 	"github.com/rlbench/rlbench/harness/outdir"
 	"github.com/rlbench/rlbench/sampleapi/faulty"
@@ -24,6 +25,7 @@ type mutateCommand struct{ stdout, stderr io.Writer }
 type mutateFlags struct {
 	out, binary string
 	repeat      int
+	shards      int
 	verbose     bool
 	variants    []mutation.Mutant
 }
@@ -34,6 +36,8 @@ func (f *mutateFlags) flagSet() *flag.FlagSet {
 	fs.StringVar(&f.binary, "binary", "", "run the instances from the rlbench executable at `PATH` (default this one)")
 	fs.IntVar(&f.repeat, "repeat-reference", 0, "run every shipped scenario `N` times against the reference limiter, "+
 		"and every peer scenario against its peer, instead, and count the false failures")
+	fs.IntVar(&f.shards, "shards", 0, "run every variant whose scenario can be sharded as `N` local shards (rlbench run --local-shards N), "+
+		"reference and variant alike; a scenario with faults runs unsharded, marked so in the table")
 	fs.BoolVar(&f.verbose, "verbose", false, "print the runner's messages")
 	return fs
 }
@@ -52,6 +56,11 @@ Each run's outputs (summary.json, run.json, junit.xml, report.html) are under
 
 Scenarios without faults run on a Redis of the suite's own, which is scanned
 after the run: every key left without a TTL fails the check key-ttl.
+
+With --shards N every variant whose scenario can be sharded runs it as N
+local shards against one set of instances (see 'rlbench run --local-shards'),
+checked as one run, and the table's SHARDS column says which did; a scenario
+with faults runs unsharded, marked "unsharded (faults)".
 
 With --repeat-reference N it instead runs every shipped scenario N times
 against the reference limiter, and every peer scenario (scenarios/peers) N
@@ -75,6 +84,12 @@ func (c *mutateCommand) parse(args []string) (*mutateFlags, error) {
 	}
 	if f.repeat < 0 {
 		return nil, usagef("--repeat-reference %d: want a positive count", f.repeat)
+	}
+	if f.shards != 0 && (f.shards < 2 || f.shards > history.MaxShards) {
+		return nil, usagef("--shards %d: want 2 to %d local shards", f.shards, history.MaxShards)
+	}
+	if f.shards != 0 && f.repeat > 0 {
+		return nil, usagef("--shards applies to the variants' runs, not to --repeat-reference")
 	}
 	if f.repeat > 0 && fs.NArg() > 0 {
 		return nil, usagef("--repeat-reference runs the shipped scenarios; it takes no VARIANT")
@@ -106,7 +121,7 @@ func (c *mutateCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer lock.Release()
-	opts := mutation.Options{Out: f.out, Binary: f.binary, Version: Version(), Commit: Commit(), Progress: c.stderr}
+	opts := mutation.Options{Out: f.out, Binary: f.binary, Version: Version(), Commit: Commit(), Progress: c.stderr, Shards: f.shards}
 	if f.verbose {
 		opts.Log = c.stderr
 	}

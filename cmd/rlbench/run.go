@@ -14,11 +14,13 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/harness/checker"
+	"github.com/rlbench/rlbench/harness/history"
 	"github.com/rlbench/rlbench/harness/outdir"
 	"github.com/rlbench/rlbench/harness/peers"
 	"github.com/rlbench/rlbench/harness/progress"
 	"github.com/rlbench/rlbench/harness/runner"
 	"github.com/rlbench/rlbench/harness/runrecord"
+	"github.com/rlbench/rlbench/harness/shardsync"
 	"github.com/rlbench/rlbench/harness/traffic"
 	"github.com/rlbench/rlbench/limiter"
 	"github.com/rlbench/rlbench/limiter/redistest"
@@ -34,7 +36,9 @@ type runFlags struct {
 	out, provider, redisURL, binary, runID string
 	claims                                 listFlag
 	failOnSkip                             bool
+	start                                  startFlags
 	shard                                  shardFlag
+	local                                  localFlags
 }
 
 func (f *runFlags) flagSet() *flag.FlagSet {
@@ -51,6 +55,8 @@ func (f *runFlags) flagSet() *flag.FlagSet {
 	fs.Var(&f.shard, "shard", "fire shard `I/N` of a sharded run: shard I (from 0) of N, or with I alone of the scenario's shards.count; "+
 		"every shard of the run takes the same --run-id (see Sharded runs above)")
 	fs.BoolVar(&f.failOnSkip, "fail-on-skip", false, "make a skipped scenario (a peer limiter not installed) fail the run with exit code 3, for a CI gate that must run every scenario")
+	f.start.register(fs)
+	f.local.register(fs)
 	return fs
 }
 
@@ -86,10 +92,32 @@ same identities. A scenario with faults, or whose instances rlbench starts
 without a Redis every shard reaches (--redis-provider external), cannot be
 sharded.
 
+--start-at and --barrier start the shards of a sharded run together: each
+provisions its scenario, measures its offset to the limiter's clock (Redis
+TIME), then waits for the start mapped onto its own clock and begins the
+first phase then. A shard that reaches its start later than
+--start-tolerance after it fails the scenario (exit code 3) rather than run
+late. run.json records the start as agreed_start. A shard whose offset to the
+limiter's clock is unknown before the traffic refuses to run: shards are
+merged on that clock.
+
+Local shards: --local-shards N runs each scenario's sharded path on this
+machine. The run provisions Redis and starts the sample API instances as an
+unsharded run does, then launches N 'rlbench run --shard I/N' processes
+against them as an external target (the Redis as its redis.url, where they
+measure their clock offset by TIME and meet at a --barrier), waits for them,
+stops the target and checks the shards as one run ('rlbench check
+SHARD_DIR...'): the scenario's verdicts, summary and report are the merged
+run's, its shards' runs under --out/NAME/shards/shard-I. A scenario that
+cannot be sharded (a drill's faults) runs unsharded, and its report says
+why. --local-shard-skews and the other --local-shard- lists give each shard
+its clock drill, as 0,300ms,-2s.
+
 A check of the harness itself (load-delivered, history-complete,
 fault-injected, a latency check made invalid by a generator that fell behind)
 that does not pass shows as ERROR: the harness could not make a valid test,
 which says nothing of the limiter.`,
+	drills: drillFlags,
 	footer: `Exit codes: 0 every check passed; 1 a check of the limiter failed or its
 verdict is unknown; 2 invalid input or usage; 3 the harness could not make a
 valid test (an ERROR check, a scenario that could not run, a skip with
@@ -159,9 +187,18 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 			return usagef("--claim %s=...: no scenario of this run has an identity group %s (a route starts with /)", group, group)
 		}
 	}
+	start, clock, err := f.start.options(f.shard.s != nil, len(scs), fs)
+	if err != nil {
+		return err
+	}
+	local, target, err := f.local.options(f.shard.s != nil, f.claims, fs)
+	if err != nil {
+		return err
+	}
 	r := runner.New(runner.Options{
 		OutDir: f.out, Binary: f.binary, Provider: provider, RedisURL: f.redisURL, Claims: claimed, GroupClaims: groupClaimed, RunID: runID,
 		Shard: f.shard.s, Progress: c.stderr, Log: c.stderr, Interactive: progress.Interactive(c.stderr),
+		Start: start, Clock: clock, Target: target,
 	})
 	for _, sc := range scs {
 		if _, err := r.Shard(sc); err != nil {
@@ -173,9 +210,10 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer lock.Release()
-	start := time.Now()
-	summary := checker.NewSummary(start)
-	record := &runrecord.RunRecord{Schema: runrecord.Schema, Meta: runrecord.NewMeta(Version(), Commit(), start)}
+	begun := time.Now()
+	summary := checker.NewSummary(begun)
+	record := &runrecord.RunRecord{Schema: runrecord.Schema, Meta: runrecord.NewMeta(Version(), Commit(), begun)}
+	record.Meta.ClockDrill = clock.Drill()
 	if cal, err := traffic.Calibrate(ctx, time.Second, 0); err != nil {
 		fmt.Fprintf(c.stderr, "rlbench run: calibrating the load generator: %v\n", err)
 	} else {
@@ -184,7 +222,17 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 	}
 	failedToRun := 0
 	for _, sc := range scs {
-		o, err := r.Run(ctx, sc)
+		var o *runner.Outcome
+		var merged *checker.ShardedReport
+		var unsharded error
+		if local.Count > 0 {
+			unsharded = r.LocalShardable(sc)
+		}
+		if local.Count > 0 && unsharded == nil {
+			merged, err = r.RunLocalShards(ctx, sc, local)
+		} else {
+			o, err = r.Run(ctx, sc)
+		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted: %w", ctx.Err())
 		}
@@ -209,14 +257,24 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 			record.Scenarios = append(record.Scenarios, runrecord.ScenarioRecord{Name: sc.Name, Description: sc.Description, Source: sc.Source, Seed: sc.Seed, Error: err.Error()})
 			continue
 		}
-		summary.AddReport(sc.Name, o.Report)
-		record.Scenarios = append(record.Scenarios, o.Record())
-		if err := reports.WriteText(c.stdout, o.Report); err != nil {
+		var rep *checker.Report
+		var rec runrecord.ScenarioRecord
+		if merged != nil {
+			rep, rec = merged.Report, merged.Record
+		} else {
+			rep, rec = o.Report, o.Record()
+		}
+		if unsharded != nil {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("run unsharded, not over %s: %v", checker.Count(local.Count, "local shards"), unsharded))
+		}
+		summary.AddReport(sc.Name, rep)
+		record.Scenarios = append(record.Scenarios, rec)
+		if err := reports.WriteText(c.stdout, rep); err != nil {
 			return err
 		}
 		fmt.Fprintln(c.stdout)
 	}
-	record.Meta.Duration = time.Since(start)
+	record.Meta.Duration = time.Since(begun)
 	if err := reports.WriteRun(f.out, summary, record); err != nil {
 		return err
 	}
@@ -247,4 +305,149 @@ func runError(summary *checker.Summary, failedToRun int, failOnSkip bool) error 
 		return fmt.Errorf("%w: %s skipped, and --fail-on-skip makes a skip fail the run", errHarness, checker.Count(summary.Totals.Skipped, "scenarios"))
 	}
 	return err
+}
+
+// startFlags are run's flags for the start of the first phase, and for
+// the clock's fiction in drills and tests.
+type startFlags struct {
+	at                                string
+	tolerance, lead, timeout          time.Duration
+	barrier                           bool
+	skew, misreport, uncertaintyFloor time.Duration
+}
+
+// drillFlags are run's flags for drills and tests, listed apart in its usage.
+var drillFlags = []string{"clock-skew", "clock-misreport", "clock-uncertainty-floor",
+	"local-shard-skews", "local-shard-misreports", "local-shard-uncertainty-floors", "local-target"}
+
+func (f *startFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.at, "start-at", "", "begin the first phase at `TIME`: RFC 3339 with fractional seconds on the limiter's clock "+
+		"(2025-06-01T12:00:00.5Z; this host's when the offset to it is known only after the traffic), or +DURATION after now "+
+		"on this host's clock (+30s); give every shard the same TIME. One scenario only")
+	fs.DurationVar(&f.tolerance, "start-tolerance", shardsync.DefaultTolerance, "fail a scenario whose first phase would begin more than `DURATION` after the start of --start-at or --barrier")
+	fs.BoolVar(&f.barrier, "barrier", false, "meet the other shards (--shard I/N, the same --run-id) before each scenario in its Redis "+
+		"(redis.url or --redis-url, shared by the shards) and begin together, --barrier-lead after the last arrives")
+	fs.DurationVar(&f.lead, "barrier-lead", shardsync.DefaultLead, "begin `DURATION` after the last shard arrives at the barrier, on Redis's clock")
+	fs.DurationVar(&f.timeout, "barrier-timeout", shardsync.DefaultTimeout, "fail a scenario whose shards have not all arrived at the barrier within `DURATION`")
+	fs.DurationVar(&f.skew, "clock-skew", 0, "behave as if this host's wall clock ran `DURATION` ahead (negative: behind) in the histories' "+
+		"start, the offset measurement and the wait for the start; a sound offset absorbs it")
+	fs.DurationVar(&f.misreport, "clock-misreport", 0, "add `DURATION` to every recorded clock offset without widening its uncertainty: "+
+		"a merged check of the shards may then fail falsely")
+	fs.DurationVar(&f.uncertaintyFloor, "clock-uncertainty-floor", 0, "record every clock offset's uncertainty as at least `DURATION`, as a shard on a slow link would")
+}
+
+// options returns the runner's Start and HostClock for the flags, given
+// whether --shard was given (which needs --run-id) and how many scenarios
+// the run has; fs tells which flags were set. Errors are usage errors
+// naming the flag.
+func (f *startFlags) options(shard bool, scenarios int, fs *flag.FlagSet) (runner.Start, runner.HostClock, error) {
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	clock := runner.HostClock{Skew: f.skew, Misreport: f.misreport, UncertaintyFloor: f.uncertaintyFloor}
+	s := runner.Start{Barrier: f.barrier, Lead: f.lead, Timeout: f.timeout, Tolerance: f.tolerance}
+	switch {
+	case f.uncertaintyFloor < 0:
+		return s, clock, usagef("--clock-uncertainty-floor %v: want a duration of 0 or more", f.uncertaintyFloor)
+	case f.tolerance <= 0:
+		return s, clock, usagef("--start-tolerance %v: want a positive duration, as 50ms", f.tolerance)
+	case f.lead <= 0:
+		return s, clock, usagef("--barrier-lead %v: want a positive duration, as 2s", f.lead)
+	case f.timeout <= 0:
+		return s, clock, usagef("--barrier-timeout %v: want a positive duration, as 2m", f.timeout)
+	case f.barrier && f.at != "":
+		return s, clock, usagef("--barrier and --start-at each fix the start: give one")
+	case f.barrier && !shard:
+		return s, clock, usagef("--barrier: a barrier is where the shards of a sharded run meet: give each its --shard I/N")
+	case !f.barrier && (set["barrier-lead"] || set["barrier-timeout"]):
+		return s, clock, usagef("--barrier-lead and --barrier-timeout are for a start agreed at a barrier: add --barrier")
+	case !f.barrier && f.at == "" && set["start-tolerance"]:
+		return s, clock, usagef("--start-tolerance bounds the lateness of a start given by --start-at or --barrier: add one")
+	case f.at != "" && scenarios > 1:
+		return s, clock, usagef("--start-at fixes the start of one scenario, and this run has %d: name one, or use --barrier, which meets before each", scenarios)
+	}
+	if f.at != "" {
+		var err error
+		if s.At, s.OnHost, err = parseStartAt(f.at, clock.Now()); err != nil {
+			return s, clock, usagef("--start-at %v", err)
+		}
+	}
+	return s, clock, nil
+}
+
+// parseStartAt parses --start-at's TIME: an RFC 3339 time, or +DURATION
+// after now (onHost: on this host's clock).
+func parseStartAt(v string, now time.Time) (at time.Time, onHost bool, err error) {
+	const want = "want an RFC 3339 time with fractional seconds, as 2025-06-01T12:00:00.5Z, or +DURATION after now, as +30s"
+	if rest, ok := strings.CutPrefix(v, "+"); ok {
+		d, err := time.ParseDuration(rest)
+		if err != nil || d <= 0 {
+			return time.Time{}, false, fmt.Errorf("%q: %s is not a positive duration: %s", v, rest, want)
+		}
+		return now.Add(d), true, nil
+	}
+	at, err = time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("%q: %s", v, want)
+	}
+	return at, false, nil
+}
+
+// localFlags are run's flags for local shards: --local-shards, each
+// shard's clock drill, and the target a shard of them is given.
+type localFlags struct {
+	count                     int
+	skews, misreports, floors durationsFlag
+	target                    string
+}
+
+func (f *localFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&f.count, "local-shards", 0, "run each scenario that can be sharded as `N` shards on this machine (2 or more), against "+
+		"one target and Redis this run starts, and check them as one run (see Local shards above)")
+	fs.Var(&f.skews, "local-shard-skews", "give local shard I the --clock-skew of item I of `LIST`, as 0,300ms,-2s")
+	fs.Var(&f.misreports, "local-shard-misreports", "give local shard I the --clock-misreport of item I of `LIST`, as 0,0,5ms")
+	fs.Var(&f.floors, "local-shard-uncertainty-floors", "give local shard I the --clock-uncertainty-floor of item I of `LIST`, as 0,0,50ms")
+	fs.StringVar(&f.target, "local-target", "", "fire at the target the parent of --local-shards started, described in `FILE`; it passes this to its shards")
+}
+
+// options returns the runner's LocalShards and, for a shard of local
+// shards, its target, given whether --shard was given and the --claim
+// values every shard takes again; fs tells which flags were set. Errors
+// are usage errors naming the flag.
+func (f *localFlags) options(shard bool, claims []string, fs *flag.FlagSet) (runner.LocalShards, *runner.LocalTarget, error) {
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	ls := runner.LocalShards{Count: f.count, Skews: f.skews, Misreports: f.misreports, UncertaintyFloors: f.floors}
+	for _, c := range claims {
+		ls.Args = append(ls.Args, "--claim", c)
+	}
+	lists := set["local-shard-skews"] || set["local-shard-misreports"] || set["local-shard-uncertainty-floors"]
+	switch {
+	case set["local-shards"] && (f.count < 2 || f.count > history.MaxShards):
+		return ls, nil, usagef("--local-shards %d: want 2 to %d shards", f.count, history.MaxShards)
+	case f.count > 0 && shard:
+		return ls, nil, usagef("--local-shards launches its own shards: drop --shard")
+	case f.count > 0 && (set["start-at"] || set["barrier"] || set["clock-skew"] || set["clock-misreport"] || set["clock-uncertainty-floor"]):
+		return ls, nil, usagef("--local-shards agrees its shards' start and gives their clocks: drop --start-at, --barrier and --clock-*; use the --local-shard- lists")
+	case f.count == 0 && lists:
+		return ls, nil, usagef("the --local-shard- lists give each local shard its clock drill: add --local-shards N")
+	case len(f.skews) > f.count || len(f.misreports) > f.count || len(f.floors) > f.count:
+		return ls, nil, usagef("a --local-shard- list has more items than --local-shards %d shards", f.count)
+	case f.target != "" && !shard:
+		return ls, nil, usagef("--local-target is the target of one shard of --local-shards: give its --shard I/N")
+	}
+	for _, fl := range []durationsFlag{f.floors} {
+		for i, d := range fl {
+			if d < 0 {
+				return ls, nil, usagef("--local-shard-uncertainty-floors: item %d is %v: want 0 or more", i+1, d)
+			}
+		}
+	}
+	if f.target == "" {
+		return ls, nil, nil
+	}
+	t, err := runner.ReadLocalTarget(f.target)
+	if err != nil {
+		return ls, nil, usagef("--local-target: %v", err)
+	}
+	return ls, t, nil
 }

@@ -25,6 +25,7 @@ func shardedFile(t *testing.T, dir, url string) string {
 description: Two load generators fire one run at one API.
 target:
   external: ["%s"]
+  clock: {offset: 0s, uncertainty: 1ms}  # on this host: a shard needs a known clock
   routes:
     - path: /api/items
       policies: ["gcra:1000/1s,burst=1000"]

@@ -176,6 +176,11 @@
 //     latency-overhead-ratio (that overhead as a multiple of another limited
 //     route's, the overhead bound's versus): latency from the intended send
 //     time, from the history, marked unknown when the generator fell behind;
+//     a percentile's overhead fails only when its bound lies below the
+//     difference's 99 % confidence interval, distribution-free from order
+//     statistics (H. A. David and H. N. Nagaraja, Order Statistics, §7.1):
+//     a busy machine's tail, which two routes' few slowest requests sample
+//     unevenly, is not the limiter's overhead;
 //   - retry-after-probe: the probe phases' outcomes;
 //   - fault-injected: every scheduled fault took effect and was healed;
 //   - key-ttl: the record's scan of Redis found no key without a TTL;

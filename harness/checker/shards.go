@@ -79,6 +79,12 @@ type ShardOptions struct {
 	// written by a history.Writer (gzip compressed), for the run directory
 	// of the merged run.
 	History io.Writer
+	// KeyScan, when set, is a scan of the Redis every shard shared, made
+	// after the last shard finished (rlbench run --local-shards, whose
+	// parent started that Redis): the merged record keeps it and key-ttl
+	// judges it once, for the whole run. A shard's own scan stays with its
+	// record and is judged on its row.
+	KeyScan *runrecord.KeyScan
 }
 
 // ShardedReport is the check of one scenario of a sharded run.
@@ -179,7 +185,7 @@ func CheckShards(shards []ShardRun, opts ShardOptions) (*ShardedReport, error) {
 		calib[k] = runrecord.ShardRecord{
 			Shard: p.Shard, Dir: sh.Dir, History: sh.Record.History, Hostname: sh.Meta.Hostname, Start: p.Header.Start.UTC(),
 			ClockOffset: time.Duration(*p.Header.ClockOffsetNs), ClockUncertainty: time.Duration(p.UncertaintyNs), ClockSource: p.Header.ClockSource,
-			Shift: time.Duration(p.ShiftNs), Generator: sh.Meta.Generator,
+			Shift: time.Duration(p.ShiftNs), Generator: sh.Meta.Generator, AgreedStart: sh.Record.AgreedStart,
 		}
 	}
 	hdr := merge.Header()
@@ -242,6 +248,10 @@ func CheckShards(shards []ShardRun, opts ShardOptions) (*ShardedReport, error) {
 		}
 	}
 	rep.ProbeKeys = len(probeKeys)
+	if opts.KeyScan != nil {
+		merged.KeyScan = opts.KeyScan
+		rep.Results = append(rep.Results, keyTTL(opts.KeyScan))
+	}
 	classify(rep.Results)
 	for i, n := range rep.Notes {
 		if strings.HasPrefix(n, "limiter clock offset ") { // clockNotes' note on the merged header's 0 ± 0
@@ -272,8 +282,8 @@ func (t teed) Read(r *history.Record) error {
 }
 
 // shardNotes are the report's notes on the shards: each shard's
-// calibration, the shards a partial set lacks, and the histories that
-// ended early.
+// calibration and agreed start, the shards a partial set lacks, and the
+// histories that ended early.
 func shardNotes(shards []runrecord.ShardRecord, missing []history.Shard, readers []*history.Reader) []string {
 	var notes []string
 	for _, s := range shards {
@@ -296,8 +306,20 @@ func shardNotes(shards []runrecord.ShardRecord, missing []history.Shard, readers
 		if g := s.Generator; g != nil {
 			gen = fmt.Sprintf("load generator ceiling %.0f req/s (p50 %v, p99 %v)", g.Rate, g.P50, g.P99)
 		}
-		notes = append(notes, fmt.Sprintf("shard %s%s: %s, limiter clock offset %v ± %v%s, placed at +%v on the merged clock, each request widened by ± %v; %s",
-			s.Shard, host, Count(s.Records, "records"), s.ClockOffset, s.ClockUncertainty, source, s.Shift, s.ClockUncertainty, gen))
+		start := ""
+		if a := s.AgreedStart; a != nil {
+			how := "given by --start-at"
+			if a.By == runrecord.StartBarrier {
+				how = "agreed at barrier " + a.Barrier
+			}
+			clock := "the limiter's clock"
+			if a.Clock != runrecord.StartClockLimiter {
+				clock = "its host's clock"
+			}
+			start = fmt.Sprintf("; began %v after the start %s on %s, %s", a.Late.Round(time.Microsecond), a.At.UTC().Format(time.RFC3339Nano), clock, how)
+		}
+		notes = append(notes, fmt.Sprintf("shard %s%s: %s, limiter clock offset %v ± %v%s, placed at +%v on the merged clock, each request widened by ± %v; %s%s",
+			s.Shard, host, Count(s.Records, "records"), s.ClockOffset, s.ClockUncertainty, source, s.Shift, s.ClockUncertainty, gen, start))
 	}
 	if len(missing) > 0 {
 		names := make([]string, len(missing))

@@ -479,3 +479,23 @@ func TestShardsErrors(t *testing.T) {
 		t.Errorf("LoadShards of a directory without run.json = %v", err)
 	}
 }
+
+// TestShardNotesAgreedStart: a shard's note says when its first phase was
+// to begin, how the start was agreed and how late the shard began.
+func TestShardNotesAgreedStart(t *testing.T) {
+	at := time.Date(2025, 6, 1, 12, 0, 0, 500_000_000, time.UTC)
+	notes := shardNotes([]runrecord.ShardRecord{
+		{Shard: history.Shard{Index: 0, Count: 2}, Records: 5, ClockSource: history.ClockRedisTime,
+			AgreedStart: &runrecord.AgreedStart{By: runrecord.StartBarrier, At: at, Clock: runrecord.StartClockLimiter, Barrier: "rlbench:{0a1b2c3d}:barrier:orders", Late: 3 * time.Millisecond}},
+		{Shard: history.Shard{Index: 1, Count: 2}, Records: 5, ClockSource: history.ClockRedisTime,
+			AgreedStart: &runrecord.AgreedStart{By: runrecord.StartAt, At: at, Clock: runrecord.StartClockLimiter, Late: 1234567}},
+	}, nil, nil)
+	for i, want := range []string{
+		"; began 3ms after the start 2025-06-01T12:00:00.5Z on the limiter's clock, agreed at barrier rlbench:{0a1b2c3d}:barrier:orders",
+		"; began 1.235ms after the start 2025-06-01T12:00:00.5Z on the limiter's clock, given by --start-at",
+	} {
+		if !strings.HasSuffix(notes[i], want) {
+			t.Errorf("note %d = %q, want it to end %q", i, notes[i], want)
+		}
+	}
+}

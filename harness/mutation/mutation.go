@@ -99,6 +99,12 @@ type Options struct {
 	Progress io.Writer
 	// Log receives the runner's messages; nil discards them.
 	Log io.Writer
+	// Shards, when 2 or more, runs every variant whose scenario can be
+	// sharded (runner.Runner.LocalShardable) as that many local shards,
+	// reference and variant alike (runner.Runner.RunLocalShards); a
+	// scenario that cannot (a drill's faults) runs unsharded, and its Row
+	// says so.
+	Shards int
 }
 
 func (o *Options) progressf(format string, args ...any) {
@@ -115,6 +121,11 @@ type Row struct {
 	Scenario                 string
 	Reference, Variant       []checker.Result
 	ReferenceErr, VariantErr error
+	// Shards is the number of local shards the scenario ran as, 0 when it
+	// ran unsharded; Unsharded says why, when Options.Shards asked for
+	// shards.
+	Shards    int
+	Unsharded string
 }
 
 // ReferencePassed reports whether the reference run completed and passed
@@ -195,14 +206,21 @@ func Run(ctx context.Context, opts Options, ms []Mutant) (*Score, error) {
 			return nil, err
 		}
 		r := &Row{Mutant: m, Scenario: sc.Name}
+		if opts.Shards >= 2 {
+			if err := runner.New(runner.Options{}).LocalShardable(sc); err != nil {
+				r.Unsharded = err.Error()
+			} else {
+				r.Shards = opts.Shards
+			}
+		}
 		s.Rows = append(s.Rows, r)
 		opts.progressf("mutate: %s: reference limiter", m.Variant)
-		r.Reference, r.ReferenceErr = runValid(ctx, &opts, sc, filepath.Join(opts.Out, m.Variant, "reference"), "")
+		r.Reference, r.ReferenceErr = runValid(ctx, &opts, sc, filepath.Join(opts.Out, m.Variant, "reference"), "", r.Shards)
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("interrupted: %w", ctx.Err())
 		}
 		opts.progressf("mutate: %s: faulty variant", m.Variant)
-		r.Variant, r.VariantErr = runValid(ctx, &opts, sc, filepath.Join(opts.Out, m.Variant, "faulty"), m.Variant)
+		r.Variant, r.VariantErr = runValid(ctx, &opts, sc, filepath.Join(opts.Out, m.Variant, "faulty"), m.Variant, r.Shards)
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("interrupted: %w", ctx.Err())
 		}
@@ -222,7 +240,12 @@ func Run(ctx context.Context, opts Options, ms []Mutant) (*Score, error) {
 // every run completed, the verdict. The only errors are w's.
 func (s *Score) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "VARIANT\tSCENARIO\tINTENDED CHECK\tREFERENCE\tVARIANT RUN\tCAUGHT\tCAUGHT BY (CHECKS THE VARIANT FAILED)")
+	sharded := slices.ContainsFunc(s.Rows, func(r *Row) bool { return r.Shards > 0 || r.Unsharded != "" })
+	head := "VARIANT\tSCENARIO\tINTENDED CHECK\tREFERENCE\tVARIANT RUN\tCAUGHT\tCAUGHT BY (CHECKS THE VARIANT FAILED)"
+	if sharded {
+		head = "VARIANT\tSCENARIO\tSHARDS\tINTENDED CHECK\tREFERENCE\tVARIANT RUN\tCAUGHT\tCAUGHT BY (CHECKS THE VARIANT FAILED)"
+	}
+	fmt.Fprintln(tw, head)
 	for _, r := range s.Rows {
 		caught := "NO"
 		if r.Caught() {
@@ -231,6 +254,9 @@ func (s *Score) WriteText(w io.Writer) error {
 		scenario := r.Scenario
 		if scenario == "" {
 			scenario = r.Mutant.Variant
+		}
+		if sharded {
+			scenario += "\t" + r.shardsCell()
 		}
 		fmt.Fprintf(tw, "%s\tmutation/%s\t%s\t%s\t%s\t%s\t%s\n", r.Mutant.Variant, scenario, r.Mutant.Check,
 			verdictCell(r.Reference, r.ReferenceErr), verdictCell(r.Variant, r.VariantErr), caught, failedCell(r.Variant, r.VariantErr))
@@ -246,6 +272,15 @@ func (s *Score) WriteText(w io.Writer) error {
 	}
 	caught, refFailed := s.Caught(), s.ReferenceFailures()
 	fmt.Fprintf(&b, "\nMutation score: %d/%d variants caught by their intended check; %d reference runs failed.\n", caught, len(s.Rows), refFailed)
+	if sharded {
+		n, count := 0, 0
+		for _, r := range s.Rows {
+			if r.Shards > 0 {
+				n, count = n+1, r.Shards
+			}
+		}
+		fmt.Fprintf(&b, "%d of %d variants ran sharded over %d local shards, reference and variant alike; the rest unsharded, as marked.\n", n, len(s.Rows), count)
+	}
 	fmt.Fprintf(&b, "Runs in %s. For false alarms, run every shipped scenario 20 times against the reference:\n"+
 		"  rlbench mutate --repeat-reference 20   (or: make mutation MUTATION_ARGS='--repeat-reference 20')\n", s.Out)
 	switch {
@@ -258,6 +293,20 @@ func (s *Score) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// shardsCell is the row's SHARDS cell: the local shards it ran as, or
+// "unsharded" and why in a word.
+func (r *Row) shardsCell() string {
+	switch {
+	case r.Shards > 0:
+		return fmt.Sprint(r.Shards)
+	case strings.Contains(r.Unsharded, "faults:"):
+		return "unsharded (faults)"
+	case r.Unsharded != "":
+		return "unsharded"
+	}
+	return "-"
 }
 
 // verdictCell is "pass", "FAIL" or "error" for a run's results.
@@ -301,13 +350,13 @@ const attempts = 3
 // rather than a verdict on the limiter (checker.ClassHarness results that
 // did not pass, and no limiter check failed), at most attempts times; the
 // last attempt's outcome stands. Each attempt writes under its own dir.
-func runValid(ctx context.Context, opts *Options, sc *scenarios.Scenario, dir, variant string) ([]checker.Result, error) {
+func runValid(ctx context.Context, opts *Options, sc *scenarios.Scenario, dir, variant string, shards int) ([]checker.Result, error) {
 	for i := 1; ; i++ {
 		d := dir
 		if i > 1 {
 			d = fmt.Sprintf("%s-attempt-%d", dir, i)
 		}
-		results, err := runOnce(ctx, opts, sc, d, variant)
+		results, err := runOnce(ctx, opts, sc, d, variant, shards)
 		if err != nil || i == attempts || !harnessError(results) || ctx.Err() != nil {
 			return results, err
 		}
@@ -335,8 +384,10 @@ func harnessError(results []checker.Result) bool {
 // when variant is empty), its output under dir, and returns its results. A
 // scenario without faults runs on a Redis the suite starts, which the runner
 // scans after the traffic for keys without a TTL (the checker's key-ttl
-// check reads the scan from the run record).
-func runOnce(ctx context.Context, opts *Options, sc *scenarios.Scenario, dir, variant string) ([]checker.Result, error) {
+// check reads the scan from the run record). With shards (2 or more) the
+// scenario runs as that many local shards, checked as one run, and the
+// scan of the suite's Redis follows the last shard.
+func runOnce(ctx context.Context, opts *Options, sc *scenarios.Scenario, dir, variant string, shards int) ([]checker.Result, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("output directory: %w", err)
 	}
@@ -349,6 +400,18 @@ func runOnce(ctx context.Context, opts *Options, sc *scenarios.Scenario, dir, va
 		}
 		defer own.Stop()
 		ropts.Provider, ropts.RedisURL, ropts.ScanKeys = scenarios.ProviderExternal, own.URL(), true
+	}
+	if shards >= 2 {
+		rep, err := runner.New(ropts).RunLocalShards(ctx, sc, runner.LocalShards{Count: shards})
+		if err != nil {
+			return nil, err
+		}
+		summary := checker.NewSummary(rep.Record.Start)
+		summary.AddReport(sc.Name, rep.Report)
+		record := &runrecord.RunRecord{Schema: runrecord.Schema, Meta: runrecord.NewMeta(opts.Version, opts.Commit, rep.Record.Start)}
+		record.Scenarios = append(record.Scenarios, rep.Record)
+		record.Meta.Duration = rep.Record.Duration
+		return rep.Results, reports.WriteRun(dir, summary, record)
 	}
 	o, err := runner.New(ropts).Run(ctx, sc)
 	if err != nil {

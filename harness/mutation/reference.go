@@ -89,7 +89,7 @@ func RepeatReference(ctx context.Context, opts Options, rounds int) (*FalseAlarm
 	for i := range rounds {
 		for j, sc := range all {
 			opts.progressf("mutate: reference %d/%d: %s", i+1, rounds, sc.Name)
-			results, err := runValid(ctx, &opts, sc, filepath.Join(opts.Out, fmt.Sprintf("round-%d", i+1), sc.Name), "")
+			results, err := runValid(ctx, &opts, sc, filepath.Join(opts.Out, fmt.Sprintf("round-%d", i+1), sc.Name), "", 0)
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("interrupted: %w", ctx.Err())
 			}

@@ -32,10 +32,11 @@ import (
 // A dateClock is not safe for concurrent use; the runner feeds it from the
 // one goroutine that receives results.
 type dateClock struct {
-	// start is the harness's wall-clock reading at the history's start;
-	// harness times are start plus monotonic time since it.
-	start     time.Time
-	instances map[int]*dateBounds
+	// start is the history's start as time.Now() read it, and wall its
+	// wall-clock reading as the history records it (HostClock.Wall);
+	// harness times are wall plus the monotonic time since start.
+	start, wall time.Time
+	instances   map[int]*dateBounds
 }
 
 // dateBounds is one instance's intersection of intervals, in ns.
@@ -43,8 +44,8 @@ type dateBounds struct {
 	lo, hi int64
 }
 
-func newDateClock(start time.Time) *dateClock {
-	return &dateClock{start: start, instances: map[int]*dateBounds{}}
+func newDateClock(start, wall time.Time) *dateClock {
+	return &dateClock{start: start, wall: wall, instances: map[int]*dateBounds{}}
 }
 
 // observe narrows instance's bounds by the Date of a response to a request
@@ -59,7 +60,7 @@ func (c *dateClock) observe(instance int, h http.Header, sent, received time.Tim
 	if err != nil {
 		return
 	}
-	base := c.start.UnixNano()
+	base := c.wall.UnixNano()
 	s := base + sent.Sub(c.start).Nanoseconds()
 	e := base + received.Sub(c.start).Nanoseconds()
 	d := date.UnixNano()

@@ -237,7 +237,7 @@ func TestDateClock(t *testing.T) {
 	dateAt := func(d, offset time.Duration) http.Header {
 		return http.Header{"Date": {at(d).Add(offset).UTC().Format(http.TimeFormat)}}
 	}
-	c := newDateClock(start)
+	c := newDateClock(start, start)
 	if _, _, ok := c.estimate(); ok {
 		t.Fatal("estimate with no Date: ok, want unknown")
 	}

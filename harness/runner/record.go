@@ -18,7 +18,7 @@ func (o *Outcome) Record() runrecord.ScenarioRecord {
 		Name: sc.Name, Description: sc.Description, Source: sc.Source, Seed: sc.Seed,
 		Start: o.Start.UTC(), Duration: o.Duration, Redis: o.Redis, Instances: o.Instances, History: o.HistoryPath,
 		ClockOffset: o.ClockOffset, ClockUncertainty: o.ClockUncertainty, ClockSource: o.ClockSource, FailureMode: sc.Target.FailureMode,
-		RunID: string(o.RunID), IdentitiesFresh: &o.IdentitiesFresh, Shard: o.Shard,
+		RunID: string(o.RunID), IdentitiesFresh: &o.IdentitiesFresh, Shard: o.Shard, AgreedStart: o.AgreedStart,
 		Faults: o.Faults, Drill: drill(sc, o.Faults), KeyScan: o.KeyScan, Connections: o.Connections,
 		Checks: &runrecord.CheckSettings{
 			LoadDelivered: sc.Checks.LoadDelivered, MaxLatency: sc.Checks.MaxLatency,

@@ -80,19 +80,34 @@ type Options struct {
 	// (traffic.Plan): shard Shard.Index of Shard.Count, or of the
 	// scenario's shards.count when Shard.Count is 0. It needs RunID, which
 	// every shard of the run shares, and a scenario its shards can share a
-	// budget in (Shard, scenarios.Scenario.Shardable).
+	// budget in (Shard, scenarios.Scenario.Shardable). A shard refuses a
+	// scenario whose offset to the limiter's clock is unknown before the
+	// traffic: shards are merged on that clock.
 	Shard *history.Shard
 	// ScanKeys scans every key of the scenario's Redis after the traffic
 	// for keys without a TTL and records the scan (the key-ttl check). Set
 	// it only for a Redis that holds this run's keys alone: a scan of a
 	// shared Redis would judge other programs' keys.
 	ScanKeys bool
+	// Start is when each scenario's first phase begins; the zero value:
+	// as soon as it is set up.
+	Start Start
+	// Clock is this host's wall clock as the run reads and records it; the
+	// zero value: as it is.
+	Clock HostClock
+	// Target, when set, is the target the parent of local shards started
+	// (RunLocalShards): each scenario is run as an external target aimed
+	// at it (LocalTarget.Apply), its instances named as the parent named
+	// them, its identities as fresh as the parent's start made them.
+	Target *LocalTarget
 }
 
 // Outcome is one scenario's run.
 type Outcome struct {
 	Scenario *scenarios.Scenario
-	// Start and Duration bound the traffic, from the first phase to the last answer.
+	// Start and Duration bound the traffic, from the first phase to the
+	// last answer; Start is on the wall clock as the history's header
+	// records it (Options.Clock).
 	Start    time.Time
 	Duration time.Duration
 	// Redis describes the Redis the limiter used: provider, address and
@@ -135,6 +150,15 @@ type Outcome struct {
 	// Connections samples the client connections Redis saw during a drill
 	// that pauses or slows it; nil when none were sampled.
 	Connections *runrecord.Connections
+	// AgreedStart is the start the first phase waited for (Options.Start);
+	// nil when it began at once.
+	AgreedStart *runrecord.AgreedStart
+
+	// offset is the limiter's clock minus the wall clock (HostClock) as
+	// measured or declared, before HostClock.Record; began is the start
+	// as time.Now() read it, which the monotonic times count from.
+	offset time.Duration
+	began  time.Time
 }
 
 // Runner runs scenarios one after the other.
@@ -178,6 +202,9 @@ func (r *Runner) logf(format string, args ...any) {
 // means the scenario could not be run or checked; failed checks are in the
 // Outcome's Report.
 func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (*Outcome, error) {
+	if r.opts.Target != nil {
+		sc = r.opts.Target.Apply(sc)
+	}
 	shard, err := r.Shard(sc)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
@@ -256,31 +283,38 @@ func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (*Outcome, err
 	}
 
 	out.ClockResolution = clockResolution(sc)
-	switch {
-	case sc.Target.Clock != nil:
-		out.ClockOffset, out.ClockUncertainty, out.ClockSource = sc.Target.Clock.Offset, sc.Target.Clock.Uncertainty, history.ClockDeclared
-	case rdb != nil:
-		// The limiter's Redis, started by rlbench or given by an external
-		// target's redis.url: its TIME is the clock a limiter on it decides by.
-		out.ClockOffset, out.ClockUncertainty, err = traffic.MeasureClockOffset(ctx, func(ctx context.Context) (time.Time, error) {
+	clock := r.opts.Clock
+	// Until measured, the limiter is taken to read this host's clock.
+	out.offset = clock.Offset(0)
+	uncertainty := time.Duration(0)
+	switch out.ClockSource = limiterClock(sc, rdb != nil); out.ClockSource {
+	case history.ClockDeclared:
+		out.offset, uncertainty = clock.Offset(sc.Target.Clock.Offset), sc.Target.Clock.Uncertainty
+	case history.ClockRedisTime:
+		out.offset, uncertainty, err = clock.MeasureOffset(ctx, func(ctx context.Context) (time.Time, error) {
 			return rdb.Time(ctx).Result()
-		}, 0)
+		})
 		if err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}
-		out.ClockSource = history.ClockRedisTime
-	case len(sc.Target.External) == 0:
-		// Instances rlbench started without Redis read this host's clock.
-		out.ClockSource = history.ClockLocal
+	}
+	if out.ClockSource != "" {
+		out.ClockOffset, out.ClockUncertainty = clock.Record(out.offset, uncertainty)
 	}
 	// An external target's offset left unknown here is measured from the
 	// Date headers of its responses while the traffic runs (fire).
+
+	// Last before the traffic: the start the shards agree on.
+	begin, err := r.agreeStart(ctx, sc, rdb, out)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
 
 	monitorURL := ""
 	if red != nil {
 		monitorURL = red.URL() // Redis itself, never through the proxy
 	}
-	fireErr := r.fire(ctx, sc, filepath.Join(r.opts.OutDir, out.HistoryPath), urls, names, env, monitorURL, out)
+	fireErr := r.fire(ctx, sc, filepath.Join(r.opts.OutDir, out.HistoryPath), urls, names, env, monitorURL, begin, out)
 	if err := writeCommandLogs(r.opts.OutDir, sc, out.Faults); err != nil {
 		fireErr = errors.Join(fireErr, err)
 	}
@@ -288,7 +322,7 @@ func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (*Outcome, err
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, fireErr)
 	}
 	if r.opts.ScanKeys && rdb != nil {
-		if out.KeyScan, err = scanKeys(ctx, rdb, out.Start); err != nil {
+		if out.KeyScan, err = scanKeys(ctx, rdb, out.began); err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}
 	}
@@ -299,10 +333,37 @@ func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (*Outcome, err
 	cleanups = nil
 
 	rec := out.Record()
+	if out.Shard != nil && plannedRequests(sc, out.Shard) == 0 {
+		// Its history holds no request for Check to judge; the check of
+		// the shards as one run judges the others'.
+		out.Report = &checker.Report{Notes: []string{fmt.Sprintf("shard %s plans no request of this scenario (every request belongs to another shard): "+
+			"nothing to check here; check the shards as one run", out.Shard)}}
+		return out, nil
+	}
 	if out.Report, err = checker.CheckScenario(r.opts.OutDir, &rec); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 	return out, nil
+}
+
+// limiterClock says where a run of sc, with a Redis or none, takes its
+// offset to the limiter's clock from before the traffic: the offset the
+// scenario declares (history.ClockDeclared); the limiter's Redis, started
+// by rlbench or given by an external target's redis.url, whose TIME is the
+// clock a limiter on it decides by (ClockRedisTime); this host's clock,
+// which instances rlbench started without Redis read (ClockLocal); or ""
+// for an external target without either, whose offset only the Date
+// headers of its responses can tell, while the traffic runs.
+func limiterClock(sc *scenarios.Scenario, redis bool) string {
+	switch {
+	case sc.Target.Clock != nil:
+		return history.ClockDeclared
+	case redis:
+		return history.ClockRedisTime
+	case len(sc.Target.External) == 0:
+		return history.ClockLocal
+	}
+	return ""
 }
 
 // scanKeys records the keys of the Redis behind rdb that have no TTL.
@@ -425,6 +486,9 @@ func algorithms(sc *scenarios.Scenario) []limiter.Algorithm {
 // than redis_rate starts its own processes. startTarget returns, for the
 // sample API instances, each one's configuration and its file.
 func (r *Runner) startTarget(ctx context.Context, sc *scenarios.Scenario, dir, redisURL string, run scenarios.RunID, sentinel *provider.Sentinel, cleanups *[]func()) (g instances.Group, urls, names []string, cfgs []instanceFile, err error) {
+	if t := r.opts.Target; t != nil {
+		return nil, t.URLs, t.Names, nil, nil
+	}
 	if len(sc.Target.External) > 0 {
 		return nil, sc.Target.External, sc.Target.External, nil, nil
 	}
@@ -498,15 +562,27 @@ func (c *instanceClock) StepClock(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-// fire runs the traffic, streaming every result into the history file.
-func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, urls, names []string, env faults.Env, monitorURL string, out *Outcome) error {
+// fire runs the traffic, streaming every result into the history file,
+// its first phase beginning at begin when that is not nil.
+func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, urls, names []string, env faults.Env, monitorURL string, begin *startPoint, out *Outcome) error {
 	start := time.Now()
-	hdr := history.NewHeader(start)
+	if begin != nil {
+		var err error
+		if start, err = r.wait(ctx, sc, begin, out); err != nil {
+			return err
+		}
+		out.AgreedStart = begin.rec
+	}
+	wall := r.opts.Clock.Wall(start)
+	hdr := history.NewHeader(wall)
 	hdr.Scenario = sc.Name
 	hdr.Target = strings.Join(urls, " ")
 	hdr.Instances = names
 	hdr.Policies = r.headerPolicies(sc)
 	out.IdentitiesFresh = identitiesFresh(sc, r.opts.RunID != "", out.Redis.Provider)
+	if r.opts.Target != nil {
+		out.IdentitiesFresh = r.opts.Target.IdentitiesFresh
+	}
 	hdr.RunID, hdr.IdentitiesFresh = string(out.RunID), &out.IdentitiesFresh
 	hdr.Shard = out.Shard
 	hdr.ClockResolutionNs = out.ClockResolution.Nanoseconds()
@@ -519,7 +595,7 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 	} else {
 		// Unknown when the header is written: the header says so (no
 		// offset), and run.json gets what the Date headers tell.
-		dates = newDateClock(start)
+		dates = newDateClock(start, wall)
 	}
 	w, err := history.Create(path, hdr)
 	if err != nil {
@@ -537,7 +613,7 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 		Scenario:      sc,
 		BaseURLs:      urls,
 		InstanceNames: names,
-		ClockOffset:   out.ClockOffset,
+		ClockOffset:   r.opts.Clock.Process(out.offset),
 		RunID:         out.RunID,
 		Shard:         out.Shard,
 		OnResult: func(res *traffic.Result) {
@@ -554,7 +630,8 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 	})
 	if dates != nil {
 		if off, unc, ok := dates.estimate(); ok {
-			out.ClockOffset, out.ClockUncertainty, out.ClockSource = off, unc, history.ClockHTTPDate
+			out.offset, out.ClockSource = off, history.ClockHTTPDate
+			out.ClockOffset, out.ClockUncertainty = r.opts.Clock.Record(off, unc)
 			r.logf("%s: the target's clock is %v ± %v ahead of this host's, from its Date headers", sc.Name, off, unc)
 		} else {
 			out.ClockSource = runrecord.ClockUnknown
@@ -568,7 +645,7 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 		out.Connections = sampler.Stop()
 	}
 	display.Stop()
-	out.Start, out.Duration, out.Stats = start, time.Since(start), stats
+	out.Start, out.began, out.Duration, out.Stats = wall, start, time.Since(start), stats
 	if ctx.Err() != nil {
 		// The history of a run cut short says so, so that a check of it
 		// alone says its verdict covers part of the run.

@@ -18,9 +18,10 @@ var ErrNoRunID = errors.New("a sharded run needs the run id its shards share, so
 // is nil (the whole run), else Options.Shard, its count taken from the
 // scenario's shards.count when Options.Shard.Count is 0. Errors: a run
 // without Options.RunID (ErrNoRunID), a count the scenario does not give,
-// an index beyond the count, and the scenario's Shardable error, judged on
+// an index beyond the count, the scenario's Shardable error, judged on
 // the Redis Options.Provider puts it on (an external Redis every shard
-// reaches).
+// reaches) or as the external target Options.Target makes of it, and a scenario whose offset to the limiter's clock is unknown
+// before the traffic: shards are merged on that clock.
 func (r *Runner) Shard(sc *scenarios.Scenario) (*history.Shard, error) {
 	want := r.opts.Shard
 	if want == nil {
@@ -28,6 +29,9 @@ func (r *Runner) Shard(sc *scenarios.Scenario) (*history.Shard, error) {
 	}
 	if r.opts.RunID == "" {
 		return nil, ErrNoRunID
+	}
+	if r.opts.Target != nil {
+		sc = r.opts.Target.Apply(sc)
 	}
 	s := *want
 	if s.Count == 0 {
@@ -47,6 +51,10 @@ func (r *Runner) Shard(sc *scenarios.Scenario) (*history.Shard, error) {
 	}
 	if err := on.Shardable(); err != nil {
 		return nil, err
+	}
+	if limiterClock(on, on.Redis.Provider != scenarios.ProviderNone) == "" {
+		return nil, fmt.Errorf("scenario %s: the offset to the limiter's clock is unknown before the traffic (an external target without redis.url or target.clock), "+
+			"and the shards of a run are merged on that clock: give the scenario redis.url, the Redis whose TIME the limiter decides by, or target.clock: {offset, uncertainty}", sc.Name)
 	}
 	return &s, nil
 }

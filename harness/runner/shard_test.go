@@ -29,6 +29,7 @@ func shardedScenario(t *testing.T, url string) *scenarios.Scenario {
 description: Two load generators share one run against one API.
 target:
   external: ["%s"]
+  clock: {offset: 0s, uncertainty: 1ms}  # on this host: a shard needs a known clock
   routes:
     - path: /api/items
       policies: ["gcra:1000/1s,burst=1000"]

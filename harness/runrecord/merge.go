@@ -40,6 +40,9 @@ type ShardRecord struct {
 	Records int `json:"records"`
 	// Generator is the shard's load generator ceiling; nil when not measured.
 	Generator *GeneratorCeiling `json:"generator,omitempty"`
+	// AgreedStart is the start the shard's first phase waited for, and how
+	// late it began (its record's); nil when it began at once.
+	AgreedStart *AgreedStart `json:"agreed_start,omitempty"`
 }
 
 // ClockShards is ScenarioRecord.ClockSource of a run merged from shards

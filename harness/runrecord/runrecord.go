@@ -61,6 +61,24 @@ type Meta struct {
 	// Generator is the load generator's own ceiling on this machine,
 	// measured against a no-op loopback handler before the scenarios ran.
 	Generator *GeneratorCeiling `json:"generator,omitempty"`
+	// ClockDrill, when set, says the run told a fiction about its clock,
+	// for a drill or a test of merged shards on one machine; nil for a
+	// run that read and recorded its clock as it is.
+	ClockDrill *ClockDrill `json:"clock_drill,omitempty"`
+}
+
+// ClockDrill is the fiction a run told about its wall clock (rlbench run
+// --clock-skew, --clock-misreport, --clock-uncertainty-floor).
+type ClockDrill struct {
+	// Skew: the run read its wall clock Skew ahead (the histories' start,
+	// the offset measurement, the wait for an agreed start); a sound
+	// offset measurement absorbs it.
+	Skew time.Duration `json:"skew_ns,omitempty"`
+	// Misreport was added to every recorded clock offset without widening
+	// its uncertainty: the recorded offsets are wrong by it.
+	Misreport time.Duration `json:"misreport_ns,omitempty"`
+	// UncertaintyFloor: every recorded clock uncertainty is at least it.
+	UncertaintyFloor time.Duration `json:"uncertainty_floor_ns,omitempty"`
 }
 
 // GeneratorCeiling is what the load generator sustains against a handler
@@ -103,6 +121,9 @@ type ScenarioRecord struct {
 	// Shard, in a sharded run, is the shard this record's history holds
 	// (the history header's shard); nil for a whole run.
 	Shard *history.Shard `json:"shard,omitempty"`
+	// AgreedStart is the start the scenario's first phase waited for, and
+	// how late it began; nil when it began as soon as it was set up.
+	AgreedStart *AgreedStart `json:"agreed_start,omitempty"`
 	// Shards, in the record of a run merged from the shards of a sharded
 	// run (MergeShards), are its shards in order of index: where each
 	// was, how its clock was placed on the limiter's, its load generator's
@@ -149,6 +170,40 @@ type ScenarioRecord struct {
 	// Error is set when the scenario could not run.
 	Error string `json:"error,omitempty"`
 }
+
+// AgreedStart is a start that a scenario's first phase waited for: given to
+// every shard of a run, or agreed by the shards at a barrier.
+type AgreedStart struct {
+	// By says how the start was agreed: StartAt or StartBarrier.
+	By string `json:"by"`
+	// At is the start, on Clock.
+	At time.Time `json:"at"`
+	// Clock is the clock At is on: StartClockLimiter, mapped onto this
+	// host's through the measured offset (ClockOffset), or StartClockHost.
+	Clock string `json:"clock"`
+	// Barrier is the barrier's Redis key, for a start agreed at one.
+	Barrier string `json:"barrier,omitempty"`
+	// Late is how long after At the first phase began, on this host's
+	// clock, and Tolerance how late it could have: a later start fails
+	// the scenario instead of running it.
+	Late      time.Duration `json:"late_ns"`
+	Tolerance time.Duration `json:"tolerance_ns"`
+}
+
+// How a start was agreed (AgreedStart.By) and the clock it is on
+// (AgreedStart.Clock).
+const (
+	// StartAt: the same start time was given to every shard.
+	StartAt = "start_at"
+	// StartBarrier: the shards met at a barrier in the run's Redis, and
+	// the last to arrive fixed the start as Redis TIME plus a lead.
+	StartBarrier = "barrier"
+	// StartClockLimiter: the limiter's clock (Redis TIME, or the offset
+	// the scenario declares).
+	StartClockLimiter = "limiter"
+	// StartClockHost: this host's clock.
+	StartClockHost = "host"
+)
 
 // ClockUnknown is ScenarioRecord.ClockSource for a limiter's clock whose
 // offset nothing measured: an external target without a Redis to read TIME
