@@ -61,8 +61,9 @@ fuzz:
 
 # bench measures the limiter on this machine, with the anchors users would
 # pick instead (x/time/rate in memory, go-redis/redis_rate on the same
-# redis-server), and prints the table of medians and ratios. Raw output in
-# $(BENCH_OUT). It takes a few minutes.
+# redis-server), and the checker on ten million records, and prints the
+# table of medians, ratios and goals. Raw output in $(BENCH_OUT). It takes
+# a few minutes.
 BENCH_OUT ?= bench.txt
 bench: deps
 	$(GO) test -run '^$$' -bench 'MemoryStore|AnchorXTimeRate' -benchtime 300ms -count 5 ./limiter/ | tee $(BENCH_OUT)
@@ -76,6 +77,11 @@ bench: deps
 # store's script, one decision and DefaultMaxBatch decisions per EVALSHA).
 	$(GO) test -run '^$$' -bench 'BenchmarkOverheadVersusRedisRate' -benchtime 5000x -count 3 ./limiter/httplimit/ | tee -a $(BENCH_OUT)
 	$(GO) test -run '^$$' -bench 'BenchmarkRedisCeiling' -benchtime 300000x -count 3 ./limiter/redisstore/ | tee -a $(BENCH_OUT)
+# The checker on a history file of ten million records (generated once
+# into $TMPDIR/rlbench-bench, a few minutes): reading, decoding and every
+# check, with its goal of 10 s and 1 GiB of heap on two cores (20 s of CPU:
+# the figure a busy machine does not inflate).
+	$(GO) test -run '^$$' -bench 'BenchmarkCheckFile$$' -benchtime 1x -count 3 -timeout 60m ./harness/checker/ -records=10M | tee -a $(BENCH_OUT)
 	@echo
 	@$(GO) run ./limiter/internal/benchtable \
 		-ratio 'MemoryStore/*/keys=10000 / AnchorXTimeRate/keys=10000' \
@@ -90,7 +96,10 @@ bench: deps
 		-ratio 'OverheadVersusRedisRate:reference-p50-ms / OverheadVersusRedisRate:floor-p50-ms' \
 		-ratio 'OverheadVersusRedisRate:redis_rate-p50-ms / OverheadVersusRedisRate:floor-p50-ms' \
 		-ratio 'Redis/store=batched/*/10kkeys / RedisCeiling/evalsha-batch=128' \
-		-ratio 'Redis/store=batched/*/10kkeys / RedisCeiling/evalsha-batch=1' < $(BENCH_OUT)
+		-ratio 'Redis/store=batched/*/10kkeys / RedisCeiling/evalsha-batch=1' \
+		-goal 'CheckFile/records=10M:ns/op <= 10e9' \
+		-goal 'CheckFile/records=10M:cpu-s/op <= 20' \
+		-goal 'CheckFile/records=10M:MiB-peak-heap <= 1024' < $(BENCH_OUT)
 
 # screenshot renders the report of the run in RUN_DIR with this tree's
 # renderer and photographs its first screen in headless Chromium (Debian

@@ -1,36 +1,53 @@
 package reports
 
 import (
+	"flag"
 	"io"
+	"strings"
 	"testing"
 	"time"
 )
 
-// BenchmarkRenderMillion loads and renders a synthetic run of one million
-// requests (1000 keys, four instances, a fault window): the whole of
-// `rlbench report` but the file write. The history is streamed once.
-func BenchmarkRenderMillion(b *testing.B) {
-	dir := b.TempDir()
-	sc := synthScenario{
-		name: "million", desc: "One million requests on 1000 keys.", seed: 3, duration: 100 * time.Second,
-		instances: []string{"instance-1", "instance-2", "instance-3", "instance-4"},
-		limit:     "gcra:5/1s,burst=10", route: "/v1/search", baseline: "/v1/baseline", keys: 1000, rate: 9000, baseRate: 1000,
-	}
-	writeSynthRun(b, dir, []synthScenario{sc})
-	b.ReportAllocs()
-	var records int
-	for b.Loop() {
-		run, err := LoadRun(dir)
-		if err != nil {
-			b.Fatal(err)
+// renderRequests lists the run sizes BenchmarkRender renders: 1M by
+// default, 10M when asked (a minute or two to write the run first):
+//
+//	go test -run '^$' -bench Render ./reports/ -requests=1M,10M
+var renderRequests = flag.String("requests", "1M", "run sizes BenchmarkRender renders, comma-separated: 1M, 10M")
+
+// BenchmarkRender loads and renders a synthetic run of each size of
+// -requests (a tenth of it on a baseline route, 1000 keys a million
+// requests, four instances, a fault window): the whole of `rlbench report`
+// but the file write, with charts of displayBins bins and proof tables of
+// maxProofRows rows whatever the size.
+func BenchmarkRender(b *testing.B) {
+	for _, size := range strings.Split(*renderRequests, ",") {
+		m, ok := map[string]int{"1M": 1, "10M": 10}[strings.TrimSpace(size)]
+		if !ok {
+			b.Fatalf("-requests %q: want sizes among 1M and 10M", size)
 		}
-		if err := WriteHTML(io.Discard, run); err != nil {
-			b.Fatal(err)
+		dir := b.TempDir()
+		sc := synthScenario{
+			name: "run", desc: "A synthetic run.", seed: 3, duration: 100 * time.Second,
+			instances: []string{"instance-1", "instance-2", "instance-3", "instance-4"},
+			limit:     "gcra:5/1s,burst=10", route: "/v1/search", baseline: "/v1/baseline", keys: 1000 * m, rate: 9000 * float64(m), baseRate: 1000 * float64(m),
 		}
-		records = run.Scenarios[0].digest.records
+		writeSynthRun(b, dir, []synthScenario{sc})
+		b.Run("requests="+strings.TrimSpace(size), func(b *testing.B) {
+			var records int
+			for b.Loop() {
+				run, err := LoadRun(dir)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := WriteHTML(io.Discard, run); err != nil {
+					b.Fatal(err)
+				}
+				records = run.Scenarios[0].digest.records
+			}
+			if records < m*900_000 {
+				b.Fatalf("the run has %d records, want about %d million", records, m)
+			}
+			b.ReportMetric(float64(records)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+		})
 	}
-	if records < 900_000 {
-		b.Fatalf("the run has %d records, want about a million", records)
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(records), "ns/record")
 }

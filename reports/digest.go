@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,7 +86,7 @@ type digest struct {
 	start     time.Time
 	tl        timeline
 	records   int
-	keys      map[string]struct{}
+	keys      map[string]*keyDigest // every key, with its rejections awaiting an admission
 	lastNs    int64
 	outcomes  [3]bins // requests by send time: admitted, rejected, error
 	instances map[string]*instanceCounts
@@ -187,7 +188,6 @@ type retryDigest struct {
 	rejections int
 	noHeader   int
 	dates      int // Retry-After as an HTTP-date, not charted
-	pending    map[string][]pendingRetry
 	flagged    map[uint64]bool
 	points     []retryPoint
 	marked     []retryPoint
@@ -195,6 +195,10 @@ type retryDigest struct {
 	seen       int
 	unresolved int
 }
+
+// keyDigest is what the digest holds of one key: its rejections whose
+// Retry-After awaits the key's next admission.
+type keyDigest struct{ pending []pendingRetry }
 
 type pendingRetry struct {
 	id      uint64
@@ -231,6 +235,8 @@ func digestHistory(r io.Reader, name string, ss checker.ScenarioSummary, rec *ru
 	if err != nil {
 		return nil, err
 	}
+	src.ReadAhead(runtime.GOMAXPROCS(0)) // decoding JSON is most of reading
+	defer src.Close()
 	d := newDigest(src.Header(), ss, rec)
 	if err := readAll(src, d); err != nil {
 		return nil, err
@@ -242,8 +248,8 @@ func digestHistory(r io.Reader, name string, ss checker.ScenarioSummary, rec *ru
 func newDigest(h history.Header, ss checker.ScenarioSummary, rec *runrecord.ScenarioRecord) *digest {
 	d := &digest{
 		start: h.Start, tl: timeline{width: int64(time.Millisecond)},
-		keys: map[string]struct{}{}, instances: map[string]*instanceCounts{}, routeOf: map[string]int{},
-		retry: retryDigest{pending: map[string][]pendingRetry{}, flagged: map[uint64]bool{}, stride: 1},
+		keys: map[string]*keyDigest{}, instances: map[string]*instanceCounts{}, routeOf: map[string]int{},
+		retry: retryDigest{flagged: map[uint64]bool{}, stride: 1},
 	}
 	offset := int64(0)
 	if h.ClockOffsetNs != nil {
@@ -374,8 +380,10 @@ func (rd *routeDigest) series(key string, force bool) *keySeries {
 // add condenses one record.
 func (d *digest) add(r *history.Record) {
 	d.records++
-	if _, ok := d.keys[r.Key]; !ok {
-		d.keys[r.Key] = struct{}{}
+	kd := d.keys[r.Key]
+	if kd == nil {
+		kd = &keyDigest{}
+		d.keys[r.Key] = kd
 	}
 	d.tl.fit(r.SentNs)
 	d.lastNs = max(d.lastNs, r.ReceivedNs)
@@ -409,7 +417,7 @@ func (d *digest) add(r *history.Record) {
 			}
 		}
 	}
-	d.retry.add(r)
+	d.retry.add(r, kd)
 	for _, pd := range d.proofs {
 		pd.add(r, rd != nil || len(d.routes) == 0)
 	}
@@ -423,7 +431,8 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-func (rd *retryDigest) add(r *history.Record) {
+// add pairs r, of the key kd, with the key's pending rejections.
+func (rd *retryDigest) add(r *history.Record, kd *keyDigest) {
 	switch r.Outcome {
 	case history.Rejected:
 		rd.rejections++
@@ -437,9 +446,9 @@ func (rd *retryDigest) add(r *history.Record) {
 			rd.dates++
 			return
 		}
-		rd.pending[r.Key] = append(rd.pending[r.Key], pendingRetry{id: r.ID, recvNs: r.ReceivedNs, seconds: secs})
+		kd.pending = append(kd.pending, pendingRetry{id: r.ID, recvNs: r.ReceivedNs, seconds: secs})
 	case history.Admitted:
-		pend := rd.pending[r.Key]
+		pend := kd.pending
 		if len(pend) == 0 {
 			return
 		}
@@ -451,11 +460,7 @@ func (rd *retryDigest) add(r *history.Record) {
 			}
 			rd.point(retryPoint{id: p.id, ra: float64(p.seconds), wait: float64(r.SentNs-p.recvNs) / 1e9})
 		}
-		if len(kept) == 0 {
-			delete(rd.pending, r.Key)
-		} else {
-			rd.pending[r.Key] = kept
-		}
+		kd.pending = kept
 	}
 }
 
@@ -522,10 +527,10 @@ func (d *digest) finish() {
 			}
 		}
 	}
-	for _, pend := range d.retry.pending {
-		d.retry.unresolved += len(pend)
+	for _, kd := range d.keys {
+		d.retry.unresolved += len(kd.pending)
+		kd.pending = nil
 	}
-	d.retry.pending = nil
 	for _, pd := range d.proofs {
 		// List the named requests first, then the others in the interval,
 		// maxProofRows in all, in send order.

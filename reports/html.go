@@ -487,7 +487,7 @@ func proofViews(sc *Scenario) []*proofView {
 			pv.Summary = fmt.Sprintf("%s named by the proof or of its key on a limited route within the interval: %d admitted (%s), %d rejected, %d unknown",
 				checker.Count(pd.total, "requests"), pd.byOut[0], checker.Count(int(pd.units[0]), "units"), pd.byOut[1], pd.byOut[2])
 			if len(pd.rows) < pd.total {
-				pv.Summary += fmt.Sprintf("; %d are listed, the named ones first", len(pd.rows))
+				pv.Summary += fmt.Sprintf("; first %d of %d shown, the named ones first", len(pd.rows), pd.total)
 			}
 			pv.Summary += "."
 			if mark {

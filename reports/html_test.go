@@ -418,11 +418,12 @@ func TestBins(t *testing.T) {
 }
 
 func TestRetrySampleIsBounded(t *testing.T) {
-	rd := retryDigest{pending: map[string][]pendingRetry{}, flagged: map[uint64]bool{7: true}, stride: 1}
+	rd := retryDigest{flagged: map[uint64]bool{7: true}, stride: 1}
+	var k keyDigest
 	for i := range uint64(10 * maxScatter) {
 		rd.add(&history.Record{ID: 2*i + 1, Key: "k", Outcome: history.Rejected, SentNs: int64(i) * 10, ReceivedNs: int64(i)*10 + 1,
-			Headers: map[string]string{"retry-after": "1"}})
-		rd.add(&history.Record{ID: 2*i + 2, Key: "k", Outcome: history.Admitted, SentNs: int64(i)*10 + 5, ReceivedNs: int64(i)*10 + 6})
+			Headers: map[string]string{"retry-after": "1"}}, &k)
+		rd.add(&history.Record{ID: 2*i + 2, Key: "k", Outcome: history.Admitted, SentNs: int64(i)*10 + 5, ReceivedNs: int64(i)*10 + 6}, &k)
 	}
 	if got := len(rd.points); got > maxScatter || got < maxScatter/2 {
 		t.Errorf("kept %d points, want between %d and %d", got, maxScatter/2, maxScatter)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -205,7 +206,12 @@ func (c *checkCommand) Run(_ context.Context, args []string) error {
 	var src history.Source
 	switch format {
 	case "rlbench":
-		src, err = history.NewReader(f, path)
+		var r *history.Reader
+		if r, err = history.NewReader(f, path); err == nil {
+			r.ReadAhead(runtime.GOMAXPROCS(0)) // decoding JSON is most of reading
+			defer r.Close()
+			src = r
+		}
 	case "vegeta":
 		src, err = history.NewVegetaReader(f, path, history.VegetaConfig{KeyHeader: keyHeader, InstanceHeader: instHdr, Cost: cost})
 	default:

@@ -1,12 +1,17 @@
 package checker
 
 import (
-	"bytes"
+	"bufio"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,49 +89,8 @@ func BenchmarkCheck1M(b *testing.B) {
 	}
 }
 
-// BenchmarkCheckFile1M is BenchmarkCheck1M's GCRA case read from a gzip
-// history file in memory: decoding included.
-func BenchmarkCheckFile1M(b *testing.B) {
-	l, err := limiter.ParseLimit("gcra:100/1s,burst=20")
-	if err != nil {
-		b.Fatal(err)
-	}
-	const n = 1_000_000
-	src := benchHistory(b, n, 1000, l)
-	var buf bytes.Buffer
-	w, err := history.NewWriter(&buf, src.h)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for i := range src.recs {
-		if err := w.Write(&src.recs[i]); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		b.Fatal(err)
-	}
-	src = nil
-	p := Policy{Rules: []Rule{{Limits: []Limit{mustLimit(b, l.Spec())}}}}
-	b.ReportAllocs()
-	for b.Loop() {
-		r, err := history.NewReader(bytes.NewReader(buf.Bytes()), "")
-		if err != nil {
-			b.Fatal(err)
-		}
-		rep, err := Check(r, p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if v := rep.Verdict(); v != Pass {
-			b.Fatalf("verdict %s", v)
-		}
-	}
-	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
-}
-
-// genSource streams a reference-limiter history without holding it, so
-// that a benchmark measures the checker's own memory.
+// genSource streams a reference-limiter history without holding it: what
+// BenchmarkCheckFile writes to its files.
 type genSource struct {
 	n, i  int
 	keys  []string
@@ -177,40 +141,161 @@ func (g *genSource) Read(r *history.Record) error {
 	return nil
 }
 
-// BenchmarkCheck10M checks ten million streamed records (GCRA, 10,000 keys)
-// and reports the peak heap the checker held.
-func BenchmarkCheck10M(b *testing.B) {
+// benchRecords lists the history sizes BenchmarkCheckFile checks: 1M by
+// default; 10M (about 250 MB of history, generated once, and 10 s or so a
+// check) and 100M (2.5 GB, minutes) when asked:
+//
+//	go test -run '^$' -bench CheckFile ./harness/checker/ -records=1M,10M
+var benchRecords = flag.String("records", "1M", "history sizes BenchmarkCheckFile checks, comma-separated: 1M, 10M, 100M")
+
+// BenchmarkCheckFile checks a history file of records decided by the
+// reference limiter (GCRA, 100/s with a burst of 20, 10,000 keys, the
+// headers the reference middleware sends), gzip compressed as `rlbench
+// run` writes it: reading, decoding and checking, as `rlbench check`
+// does. The file is generated once, outside the timed loop, into
+// $TMPDIR/rlbench-bench. It reports records checked a second and the peak
+// of the heap in use and of the process's resident set (VmHWM, reset before
+// each size where the kernel allows it).
+func BenchmarkCheckFile(b *testing.B) {
 	l, err := limiter.ParseLimit("gcra:100/1s,burst=20")
 	if err != nil {
 		b.Fatal(err)
 	}
 	p := Policy{Rules: []Rule{{Limits: []Limit{mustLimit(b, l.Spec())}}}}
-	var peak uint64
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			peak = max(peak, ms.HeapInuse)
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
+	for _, size := range strings.Split(*benchRecords, ",") {
+		n, ok := map[string]int{"1M": 1_000_000, "10M": 10_000_000, "100M": 100_000_000}[strings.TrimSpace(size)]
+		if !ok {
+			b.Fatalf("-records %q: want sizes among 1M, 10M and 100M", size)
 		}
-	}()
-	for b.Loop() {
-		rep, err := Check(newGenSource(10_000_000, 10_000, l), p)
+		path := benchFile(b, n, 10_000, l)
+		b.Run("records="+strings.TrimSpace(size), func(b *testing.B) {
+			resetPeakRSS()
+			peak := sampleHeap()
+			cpu0 := cpuTime()
+			for b.Loop() {
+				f, err := os.Open(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				src, err := history.NewReader(f, path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				src.ReadAhead(runtime.GOMAXPROCS(0)) // as rlbench check reads
+				rep, err := Check(src, p)
+				src.Close()
+				f.Close()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if v := rep.Verdict(); v != Pass || rep.Records != n {
+					b.Fatalf("verdict %s on %d records", v, rep.Records)
+				}
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+			b.ReportMetric((cpuTime()-cpu0)/float64(b.N), "cpu-s/op")
+			b.ReportMetric(float64(peak())/(1<<20), "MiB-peak-heap")
+			if rss := peakRSS(); rss > 0 {
+				b.ReportMetric(float64(rss)/(1<<20), "MiB-peak-RSS")
+			}
+		})
+	}
+}
+
+// benchFile returns the path of a history of n records over keys keys
+// decided under l, writing it first if it is not there yet.
+func benchFile(b *testing.B, n, keys int, l limiter.Limit) string {
+	dir := filepath.Join(os.TempDir(), "rlbench-bench")
+	path := filepath.Join(dir, fmt.Sprintf("gcra-%d-keys-%d-v1.jsonl.gz", n, keys))
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	tmp, err := os.CreateTemp(dir, "partial-*")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.Remove(tmp.Name())
+	buf := bufio.NewWriterSize(tmp, 1<<20)
+	src := newGenSource(n, keys, l)
+	w, err := history.NewWriter(buf, src.Header())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var rec history.Record
+	for {
+		err := src.Read(&rec)
+		if err == io.EOF {
+			break
+		}
 		if err != nil {
 			b.Fatal(err)
 		}
-		if v := rep.Verdict(); v != Pass {
-			b.Fatalf("verdict %s", v)
+		if err := w.Write(&rec); err != nil {
+			b.Fatal(err)
 		}
 	}
-	close(stop)
-	<-done
-	b.ReportMetric(float64(peak)/(1<<20), "MiB-peak-heap")
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := buf.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	if err := tmp.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// sampleHeap samples the heap in use (runtime/metrics, which unlike
+// runtime.ReadMemStats does not stop the world) every 20 ms until the
+// returned function is called, which returns the peak.
+func sampleHeap() func() uint64 {
+	var peak uint64
+	stop, done := make(chan struct{}), make(chan struct{})
+	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}}
+	go func() {
+		defer close(done)
+		for {
+			metrics.Read(samples)
+			peak = max(peak, samples[0].Value.Uint64()+samples[1].Value.Uint64())
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return func() uint64 {
+		close(stop)
+		<-done
+		return peak
+	}
+}
+
+// resetPeakRSS resets the process's peak resident set (Linux's
+// /proc/self/clear_refs, value 5), where allowed.
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// peakRSS is the process's peak resident set in bytes (VmHWM), 0 where
+// /proc does not say.
+func peakRSS() uint64 {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
 }

@@ -117,7 +117,8 @@ const maxExamples = 10
 // Check reads every record of src and checks the history against p (or,
 // when p has no rules, the policies of src's header). It never contacts a
 // target. Errors: a malformed history (wrapping history.ErrFormat) or policy
-// (wrapping ErrInvalidPolicy).
+// (wrapping ErrInvalidPolicy), and a temporary file that could not be
+// written or read (Policy.TempDir).
 //
 // Every check follows one rule: report only what no possible timing can
 // explain. A request's decision time is unknown within [sent, received];
@@ -129,24 +130,37 @@ const maxExamples = 10
 // budget; when it is false they judge a key only once its state is
 // provably known (Policy.FreshKeys).
 //
-// Time is O(n log n) in the number of records. Memory is linear: a record
-// is held in 96 bytes (no per-record map; keys, routes and instances
-// interned), and the checks add about 60 bytes a record of conclusions and
-// indexes. Measured on a million records, a Check allocates about 590 bytes
-// a record in all (BenchmarkCheck1M) and its heap peaks near 290 bytes a
-// record (records streamed, as in BenchmarkCheck10M): about 2.9 GB for 10
-// million.
+// Keys are independent: Check reads src once, sorts its records by a hash
+// of their key into partitions (held in memory up to Policy.MemoryBudget,
+// beyond it in a temporary file it removes before returning), checks the
+// partitions on every core and merges their results into the report one
+// pass over the whole history gives. Time is O(n log n) in the number of
+// records; memory is about Policy.MemoryBudget whatever n, unless one key
+// alone holds more than a core's share of it (about 300 bytes a record).
+// Measured on two cores (BenchmarkCheckFile): ten million records in about
+// 21 s of CPU and 530 MiB of heap at the most, a hundred million in 255 s
+// and 565 MiB.
 func Check(src history.Source, p Policy) (*Report, error) {
-	hdr := src.Header()
+	p, c, err := prepare(src.Header(), p)
+	if err != nil {
+		return nil, err
+	}
+	return checkPartitioned(src, p, c, planFor(p))
+}
+
+// prepare completes p from the history's header h (its policies, clock
+// resolution and identities) and validates it, and returns what the checks
+// know of the limiter's clock.
+func prepare(hdr history.Header, p Policy) (Policy, clock, error) {
 	if len(p.Rules) == 0 {
 		hp, err := PolicyFromHeader(hdr)
 		if err != nil {
-			return nil, err
+			return p, clock{}, err
 		}
 		p.Rules = hp.Rules
 	}
 	if err := p.validate(); err != nil {
-		return nil, err
+		return p, clock{}, err
 	}
 	if p.Resolution == 0 {
 		p.Resolution = time.Duration(hdr.ClockResolutionNs)
@@ -157,22 +171,52 @@ func Check(src history.Source, p Policy) (*Report, error) {
 	if p.FreshKeys == nil {
 		p.FreshKeys = hdr.IdentitiesFresh
 	}
-	c := clockOf(hdr, p)
-	narrow := narrowing{on: p.TrustDecisionTime && c.known, clock: c, res: int64(p.Resolution)}
-	d, err := load(src, narrow)
-	if err != nil {
-		return nil, err
+	return p, clockOf(hdr, p), nil
+}
+
+// narrowingOf is how Check narrows requests to their reported decision
+// times under p.
+func narrowingOf(p Policy, c clock) narrowing {
+	return narrowing{on: p.TrustDecisionTime && c.known, clock: c, res: int64(p.Resolution)}
+}
+
+// collect runs the checks on d, a part of the history holding every record
+// of its keys, into a new partial. end is the latest received time of the
+// whole history (a fault never healed lasts until it).
+// ws, when not nil, lends the checks memory a previous part used.
+func collect(d *dataset, p Policy, c clock, uses []limitUse, end int64, ws *workspace) *partial {
+	pt := newPartial(p, uses)
+	pt.counts = countRecorded(d)
+	pt.end = end
+	applyFaults(d, p, p.Faults, end, pt.faults)
+	pt.counts.Faulted = countFaulted(d)
+	checkDataset(d, p, c, uses, pt, ws)
+	return pt
+}
+
+// finish makes the report of a history from the parts collected over all
+// its records.
+func finish(hdr history.Header, p Policy, c clock, uses []limitUse, pt *partial) *Report {
+	rep := &Report{Counts: pt.counts}
+	// The status check comes first: when the target refused the traffic
+	// (401, 404) or did not answer, it names the cause the other checks
+	// only suffer from.
+	rep.Results = append(rep.Results, pt.status.result(rep))
+	for k, u := range uses {
+		rep.Results = append(rep.Results, pt.limits[k].results(u, p, c.known)...)
 	}
-	if len(d.reqs) == 0 {
-		return nil, ErrEmptyHistory
+	for ri := range p.Rules {
+		rep.Results = append(rep.Results, pt.rules[ri].result(p, int32(ri)))
 	}
-	counts := countRecorded(d)
-	faults := applyFaults(d, p, p.Faults)
-	counts.Faulted = countFaulted(d)
-	rep := checkDataset(d, p, c, counts)
-	rep.Results = append(rep.Results, faults...)
+	if p.SkipHeaderChecks {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("checks.headers is false: %s, %s and %s were not run", CheckRetryAfter, CheckRateLimitFields, CheckHeaderStyle))
+	} else {
+		rep.Results = append(rep.Results, pt.retry.result(), pt.fields.result(), pt.style.result())
+	}
+	rep.Notes = append(rep.Notes, clockNotes(hdr, c, uses)...)
+	rep.Results = append(rep.Results, faultResults(p, p.Faults, pt)...)
 	classify(rep.Results)
-	return rep, nil
+	return rep
 }
 
 // narrowing maps a reported decision time onto a request's interval.
@@ -215,8 +259,9 @@ func clockOf(h history.Header, p Policy) clock {
 	return c
 }
 
-// run is the state of one Check: the dataset, the policy, and the per-record
-// conclusions the limits' models combine into.
+// run is the state of the checks on one part of a history: the dataset,
+// the policy, and the per-record conclusions the limits' models combine
+// into.
 type run struct {
 	d      *dataset
 	p      Policy
@@ -243,10 +288,58 @@ const (
 	justKnown uint8 = 2 // justified with only admitted requests
 )
 
-// checkDataset runs the ordinary checks on d; counts are d's as recorded,
-// before applyFaults.
-func checkDataset(d *dataset, p Policy, c clock, counts Counts) *Report {
-	r := &run{d: d, p: p, res: int64(p.Resolution)}
+// workspace is memory the checks of one part of a history lend the next
+// part's, on one goroutine: touching fresh memory for every part costs
+// more than clearing what the last part used.
+type workspace struct {
+	reqs      []request
+	seq       []int64
+	ruleOf    []int32
+	justified []uint8
+	waits     [6][]int64
+	idx       []int32
+	sc        scratch
+}
+
+// zeroed returns n zero values in *buf, growing it if it holds fewer.
+func zeroed[T any](buf *[]T, n int) []T {
+	if cap(*buf) < n {
+		*buf = make([]T, n)
+		return *buf
+	}
+	*buf = (*buf)[:n]
+	clear(*buf)
+	return *buf
+}
+
+// limitUses lists the distinct limits of p's rules: each is checked once
+// over every record of every rule that applies it, since a limiter keys
+// state by identity and policy, so routes sharing a policy share its
+// budget.
+func limitUses(p Policy) []limitUse {
+	var uses []limitUse
+	for ri, rule := range p.Rules {
+		for _, l := range rule.Limits {
+			k := slices.IndexFunc(uses, func(u limitUse) bool { return u.lim == l })
+			if k < 0 {
+				uses = append(uses, limitUse{lim: l})
+				k = len(uses) - 1
+			}
+			uses[k].rules = append(uses[k].rules, int32(ri))
+			uses[k].tol = max(uses[k].tol, rule.Tolerance)
+		}
+	}
+	return uses
+}
+
+// checkDataset runs the ordinary checks on d (after applyFaults) into pt,
+// in memory ws lends when not nil.
+func checkDataset(d *dataset, p Policy, c clock, uses []limitUse, pt *partial, ws *workspace) {
+	if ws == nil {
+		ws = &workspace{}
+	}
+	r := &run{d: d, p: p, res: int64(p.Resolution), sc: ws.sc}
+	defer func() { ws.sc = r.sc }()
 	r.clockKnown, r.base, r.off, r.unc = c.known, c.base, c.off, c.unc
 	n := len(d.reqs)
 	// Which rules match each interned route and key: per-record matching is
@@ -263,21 +356,21 @@ func checkDataset(d *dataset, p Policy, c clock, counts Counts) *Report {
 			keyOK[j][i] = match(rule.Key, key)
 		}
 	}
-	r.ruleOf = make([]int32, n)
-	r.justified = make([]uint8, n)
-	r.waitLo = make([]int64, n)
-	r.waitHi = make([]int64, n)
-	r.waitLoU = make([]int64, n)
-	r.waitHiK = make([]int64, n)
-	r.remHi = make([]int64, n)
-	r.remLo = make([]int64, n)
-	rep := &Report{Counts: counts}
+	r.ruleOf = zeroed(&ws.ruleOf, n)
+	r.justified = zeroed(&ws.justified, n)
+	r.waitLo = zeroed(&ws.waits[0], n)
+	r.waitHi = zeroed(&ws.waits[1], n)
+	r.waitLoU = zeroed(&ws.waits[2], n)
+	r.waitHiK = zeroed(&ws.waits[3], n)
+	r.remHi = zeroed(&ws.waits[4], n)
+	r.remLo = zeroed(&ws.waits[5], n)
 	for i := range d.reqs {
 		q := &d.reqs[i]
 		r.ruleOf[i] = -1
 		for j := range p.Rules {
 			if routeOK[j][q.route] && keyOK[j][q.key] {
 				r.ruleOf[i] = int32(j)
+				pt.rules[j].requests++
 				if c := p.Rules[j].Cost; c > 0 {
 					q.cost = c
 				}
@@ -286,52 +379,32 @@ func checkDataset(d *dataset, p Policy, c clock, counts Counts) *Report {
 		}
 		r.remHi[i], r.remLo[i] = math.MaxInt64, math.MaxInt64
 		if r.ruleOf[i] < 0 {
-			rep.Unmatched++
+			pt.counts.Unmatched++
 		}
 	}
-	// The status check comes first: when the target refused the traffic
-	// (401, 404) or did not answer, it names the cause the other checks
-	// only suffer from.
-	rep.Results = append(rep.Results, r.status(rep))
-
-	// Each distinct limit is checked once over every record of every rule
-	// that applies it: a limiter keys state by identity and policy, so
-	// routes sharing a policy share its budget.
-	var uses []limitUse
-	for ri, rule := range p.Rules {
-		for _, l := range rule.Limits {
-			k := slices.IndexFunc(uses, func(u limitUse) bool { return u.lim == l })
-			if k < 0 {
-				uses = append(uses, limitUse{lim: l})
-				k = len(uses) - 1
-			}
-			uses[k].rules = append(uses[k].rules, int32(ri))
-			uses[k].tol = max(uses[k].tol, rule.Tolerance)
-		}
-	}
-	for _, u := range uses {
-		idx := make([]int32, 0, n)
+	r.status(&pt.status)
+	idx := zeroed(&ws.idx, n)[:0]
+	for k, u := range uses {
+		idx = idx[:0]
 		for i := range d.reqs {
 			if ri := r.ruleOf[i]; ri >= 0 && slices.Contains(u.rules, ri) {
 				idx = append(idx, int32(i))
 			}
 		}
-		rep.Results = append(rep.Results, r.checkLimit(u.lim, u.tol, idx)...)
+		r.checkLimit(u.lim, u.tol, idx, &pt.limits[k])
 	}
-	rep.Results = append(rep.Results, r.falseRejections()...)
-	if p.SkipHeaderChecks {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("checks.headers is false: %s, %s and %s were not run", CheckRetryAfter, CheckRateLimitFields, CheckHeaderStyle))
-	} else {
-		rep.Results = append(rep.Results, r.retryAfter(), r.rateLimitFields(), r.headerStyle())
+	r.falseRejections(pt.rules)
+	if !p.SkipHeaderChecks {
+		r.retryAfter(&pt.retry)
+		r.rateLimitFields(&pt.fields)
+		r.headerStyle(&pt.style)
 	}
-	rep.Notes = append(rep.Notes, r.clockNotes(uses)...)
-	return rep
 }
 
 // clockNotes says what the window checks knew of the limiter's clock: its
 // offset and where it came from, or that it is unknown and the bounds do
 // without it. Limits without windows need no offset and get no note.
-func (r *run) clockNotes(uses []limitUse) []string {
+func clockNotes(hdr history.Header, c clock, uses []limitUse) []string {
 	needsOffset := func(u limitUse) bool {
 		_, offsetFree := modelFor(u.lim, false).(*unalignedWindowModel)
 		return offsetFree
@@ -339,11 +412,11 @@ func (r *run) clockNotes(uses []limitUse) []string {
 	if !slices.ContainsFunc(uses, needsOffset) {
 		return nil
 	}
-	if !r.clockKnown {
+	if !c.known {
 		return []string{"clock offset unknown: window checks use offset-free bounds (at most 2× the limit within any window length); declare target.clock or give the target's redis.url to align them"}
 	}
 	from := ""
-	switch r.d.header.ClockSource {
+	switch hdr.ClockSource {
 	case history.ClockRedisTime:
 		from = ", measured on Redis TIME"
 	case history.ClockHTTPDate:
@@ -353,7 +426,7 @@ func (r *run) clockNotes(uses []limitUse) []string {
 	case history.ClockLocal:
 		from = ", the limiter reading this host's clock"
 	}
-	return []string{fmt.Sprintf("limiter clock offset %v ± %v%s: window checks place the limiter's windows by it", time.Duration(r.off), time.Duration(r.unc), from)}
+	return []string{fmt.Sprintf("limiter clock offset %v ± %v%s: window checks place the limiter's windows by it", time.Duration(c.off), time.Duration(c.unc), from)}
 }
 
 // limitUse is a distinct limit of the policy and the rules that apply it,
@@ -404,6 +477,10 @@ type finding struct {
 	unknowns bool    // the interval counts requests of unknown outcome
 	window   bool    // from..to is a window: requests wholly inside it
 	members  []int32 // when set, the requests that make the case, in place of those inside from..to
+	// Once settled (run.settle), a finding keeps its proof and the rank of
+	// its key in the history (dataset.rank) in place of group and members.
+	proof *Proof
+	rank  uint64
 }
 
 func (f finding) excess() float64 { return float64(f.observed) - f.bound }
@@ -420,22 +497,17 @@ func (f finding) worse(g finding) bool {
 	return f.excess() > g.excess()
 }
 
-// checkLimit runs the model of lim over the records idx and returns its
-// budget results; per-record conclusions go to r.
-func (r *run) checkLimit(lim Limit, tol float64, idx []int32) []Result {
+// checkLimit runs the model of lim over the records idx into lp; per-record
+// conclusions go to r. The findings lp keeps carry their proofs and their
+// key's rank, and no longer refer to idx.
+func (r *run) checkLimit(lim Limit, tol float64, idx []int32, lp *limitPart) {
 	reqs := r.d.reqs
 	r.groupByKey(idx)
 	c := &limitCheck{r: r, lim: lim, model: modelFor(lim, r.clockKnown), tol: tol * float64(lim.Capacity()), scope: lim.String()}
 	c.scope += c.model.note()
-	var worstKnown, worstAll finding
-	var ratio finding
-	var unknownDecides bool
+	worstKnown, worstAll, ratio := &lp.worstKnown, &lp.worstAll, &lp.ratio
 	sh, shapes := c.model.(shaper)
-	var queue queueAcc
-	// fails reports whether f breaks the bound by more than Policy.MaxExcess
-	// units; without a tolerated excess the model's exact decision stands.
-	maxExcess := r.p.MaxExcess
-	fails := func(f finding) bool { return f.over && (maxExcess == 0 || f.excess() > float64(maxExcess)) }
+	fails := failsBeyond(r.p.MaxExcess)
 	for lo := 0; lo < len(idx); {
 		hi := lo + 1
 		for hi < len(idx) && reqs[idx[hi]].key == reqs[idx[lo]].key {
@@ -454,24 +526,24 @@ func (r *run) checkLimit(lim Limit, tol float64, idx []int32) []Result {
 		}
 		c.clean = !hasUnknown
 		f := c.budget(g, false)
-		if f.worse(worstKnown) {
-			worstKnown = f
+		if f.worse(*worstKnown) {
+			*worstKnown = r.settle(f)
 		}
 		if hasUnknown && !fails(f) {
 			if fa := c.budget(g, true); fails(fa) {
-				unknownDecides = true
-				if fa.worse(worstAll) {
-					worstAll = fa
+				lp.unknownDecides = true
+				if fa.worse(*worstAll) {
+					*worstAll = r.settle(fa)
 				}
 			}
 		}
 		if c.model.boundaryBurst() {
-			if f := c.rollingCount(g); f.worse(ratio) {
-				ratio = f
+			if f := c.rollingCount(g); f.worse(*ratio) {
+				*ratio = r.settle(f)
 			}
 		}
 		if shapes {
-			sh.queueDelay(c, r.unfaulted(g), &queue)
+			sh.queueDelay(c, r.unfaulted(g), &lp.queue)
 		}
 		c.perRequest(g, true)
 		if hasUnknown {
@@ -484,11 +556,44 @@ func (r *run) checkLimit(lim Limit, tol float64, idx []int32) []Result {
 			}
 		}
 	}
-	var extra []Result
-	if shapes {
-		extra = append(extra, queue.result(c))
+}
+
+// settle returns f with its proof and its key's rank, and without the
+// indexes it was found in.
+func (r *run) settle(f finding) finding {
+	if !f.found {
+		return f
 	}
-	extra = append(extra, c.ratioResult(ratio)...)
+	f.proof = r.proof(f)
+	if len(f.group) > 0 {
+		f.rank = r.d.rank[r.d.reqs[f.group[0]].key]
+	}
+	f.group, f.members = nil, nil
+	return f
+}
+
+// failsBeyond returns whether a finding breaks the bound by more than
+// maxExcess units (Policy.MaxExcess); without a tolerated excess the
+// model's exact decision stands.
+func failsBeyond(maxExcess int64) func(finding) bool {
+	return func(f finding) bool { return f.over && (maxExcess == 0 || f.excess() > float64(maxExcess)) }
+}
+
+// results are the budget results of the limit u over every key: the
+// budget, the queue delay for a model that delays, the boundary-burst
+// ratio for one whose windows a burst can straddle.
+func (lp *limitPart) results(u limitUse, p Policy, clockKnown bool) []Result {
+	lim := u.lim
+	c := &limitCheck{lim: lim, model: modelFor(lim, clockKnown), scope: lim.String()}
+	c.scope += c.model.note()
+	worstKnown, worstAll := lp.worstKnown, lp.worstAll
+	maxExcess := p.MaxExcess
+	fails := failsBeyond(maxExcess)
+	var extra []Result
+	if _, shapes := c.model.(shaper); shapes {
+		extra = append(extra, lp.queue.result(c, p))
+	}
+	extra = append(extra, c.ratioResult(lp.ratio)...)
 	res := Result{Name: CheckBudget, Scope: c.scope, Unit: "units", Verdict: Pass}
 	// With a tolerated excess the bound shown is the allowance plus it, and
 	// the explanation names both.
@@ -505,16 +610,16 @@ func (r *run) checkLimit(lim Limit, tol float64, idx []int32) []Result {
 	case fails(worstKnown):
 		b, allows := bound(worstKnown)
 		res.Verdict = Fail
-		res.Observed, res.Bound, res.Proof = float64(worstKnown.observed), b, r.proof(worstKnown)
+		res.Observed, res.Bound, res.Proof = float64(worstKnown.observed), b, worstKnown.proof
 		res.Explanation = fmt.Sprintf("key %q: %s admitted %s, where %s allows %s", res.Proof.Key, Count(int(worstKnown.observed), "units"), span(worstKnown), lim, allows)
-	case unknownDecides:
+	case lp.unknownDecides:
 		b, allows := bound(worstAll)
 		res.Verdict = Unknown
-		res.Observed, res.Bound, res.Proof = float64(worstAll.observed), b, r.proof(worstAll)
+		res.Observed, res.Bound, res.Proof = float64(worstAll.observed), b, worstAll.proof
 		res.Explanation = fmt.Sprintf("key %q: %s %s if the requests of unknown outcome were admitted, where %s allows %s", res.Proof.Key, Count(int(worstAll.observed), "units"), span(worstAll), lim, allows)
 	default:
 		b, allows := bound(worstKnown)
-		res.Observed, res.Bound, res.Proof = float64(worstKnown.observed), b, r.proof(worstKnown)
+		res.Observed, res.Bound, res.Proof = float64(worstKnown.observed), b, worstKnown.proof
 		res.Explanation = fmt.Sprintf("tightest: key %q, %s %s of %s allowed", res.Proof.Key, Count(int(worstKnown.observed), "units"), span(worstKnown), allows)
 		if worstKnown.over {
 			res.Explanation += fmt.Sprintf(": %s units above the policy's bound, within max_excess %d", fmtNum(worstKnown.excess()), maxExcess)
@@ -544,7 +649,7 @@ func (c *limitCheck) ratioResult(f finding) []Result {
 		return []Result{res}
 	}
 	res.Observed = float64(f.observed) / float64(c.lim.Capacity())
-	res.Proof = c.r.proof(f)
+	res.Proof = f.proof
 	if f.observed > 2*c.lim.Capacity() {
 		res.Verdict = Fail
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"time"
 
@@ -38,6 +39,8 @@ func CheckScenario(runDir string, rec *runrecord.ScenarioRecord) (*Report, error
 	if err != nil {
 		return nil, fmt.Errorf("read history: %w", err)
 	}
+	src.ReadAhead(runtime.GOMAXPROCS(0)) // decoding JSON is most of reading
+	defer src.Close()
 	rep, err := CheckRun(src, rec, Policy{})
 	if err != nil {
 		return nil, fmt.Errorf("check %s: %w", path, err)

@@ -22,8 +22,9 @@ func (d *dataset) affects(q *request, w runrecord.FaultWindow) bool {
 	return w.Instance == "" || d.insts[q.inst] == w.Instance
 }
 
-// applyFaults prepares a dataset for the ordinary checks and returns the
-// fault checks' results.
+// applyFaults prepares a dataset for the ordinary checks and collects the
+// fault checks' parts, one per window of f, into parts. end is the latest
+// received time of the whole history, where a fault never healed ends.
 //
 // A request from a fault's start to the end of its recovery was decided by
 // the failure mode (a fail-open admission, a fallback's local rejection),
@@ -35,26 +36,20 @@ func (d *dataset) affects(q *request, w runrecord.FaultWindow) bool {
 // look false; and when it overlapped the fault itself, its decision
 // interval is stretched to the fault's end. Requests after a fault that
 // restarted the store empty are checked as a fresh key ("KEY@restart-N").
-func applyFaults(d *dataset, p Policy, f *runrecord.Drill) []Result {
+func applyFaults(d *dataset, p Policy, f *runrecord.Drill, end int64, parts []faultPart) {
 	if f == nil || len(f.Windows) == 0 {
-		return nil
+		return
 	}
-	var end int64
-	for i := range d.reqs {
-		end = max(end, d.reqs[i].recv)
-	}
-	var out []Result
 	for wi, w := range f.Windows {
 		to := w.ToNs
 		if to == 0 {
 			to = end
 		}
-		scope := fmt.Sprintf("%s #%d", w.Kind, wi+1)
 		if !steppedOnly(w) { // a clock step leaves the store answering
-			out = append(out, faultLatency(d, f, w, to, scope))
+			faultLatency(d, w, to, &parts[wi])
 		}
 		if w.Unavailable && f.Mode != "" {
-			out = append(out, failureMode(d, p, f, w, to, scope))
+			failureMode(d, p, f, w, to, &parts[wi])
 		}
 	}
 	// Only now, with the fault checks done on the recorded outcomes, hide the
@@ -99,6 +94,10 @@ func applyFaults(d *dataset, p Policy, f *runrecord.Drill) []Result {
 			if !ok {
 				id = uint32(len(d.keys))
 				d.keys = append(d.keys, fmt.Sprintf("%s@restart-%d", d.keys[q.key], seg))
+				// Renamed keys follow every key of the history, in order of
+				// first appearance, as a pass over the whole history names
+				// them.
+				d.rank = append(d.rank, renamedRank|uint64(d.seqOf(int32(i))))
 				renamed[k] = id
 			}
 			q.key = id
@@ -106,47 +105,72 @@ func applyFaults(d *dataset, p Policy, f *runrecord.Drill) []Result {
 		q.sent -= early[i]
 		q.recv += late[i]
 	}
+}
+
+// faultResults are the fault checks' results over the whole history, from
+// the parts pt collected: per window, the latency bound (but for a bare
+// clock step) and the failure mode (for a store that was unavailable).
+func faultResults(p Policy, f *runrecord.Drill, pt *partial) []Result {
+	if f == nil || len(f.Windows) == 0 {
+		return nil
+	}
+	var out []Result
+	for wi, w := range f.Windows {
+		scope := fmt.Sprintf("%s #%d", w.Kind, wi+1)
+		if !steppedOnly(w) {
+			out = append(out, pt.faults[wi].latencyResult(f, scope))
+		}
+		if w.Unavailable && f.Mode != "" {
+			out = append(out, pt.faults[wi].modeResult(f, scope))
+		}
+	}
 	return out
 }
 
-// faultLatency bounds the latency of every request sent during the fault.
-func faultLatency(d *dataset, f *runrecord.Drill, w runrecord.FaultWindow, to int64, scope string) Result {
-	bound := f.Timeout + f.Slack
-	res := Result{Name: CheckFaultLatency, Scope: scope, Unit: "ms", Bound: millis(bound), Verdict: Pass}
-	worst, n := int32(-1), 0
+// faultLatency collects the latency of every request sent during the fault.
+func faultLatency(d *dataset, w runrecord.FaultWindow, to int64, fp *faultPart) {
+	worst := int32(-1)
 	for i := range d.reqs {
 		q := &d.reqs[i]
 		if !d.affects(q, w) || q.sent < w.FromNs || q.sent > to {
 			continue
 		}
-		n++
+		fp.sent++
 		if worst < 0 || q.recv-q.sent > d.reqs[worst].recv-d.reqs[worst].sent {
 			worst = int32(i)
 		}
 	}
-	if worst < 0 {
+	if worst >= 0 {
+		fp.slowest, fp.took = d.example(worst), d.reqs[worst].recv-d.reqs[worst].sent
+	}
+}
+
+// latencyResult bounds the latency of every request sent during the fault.
+func (fp *faultPart) latencyResult(f *runrecord.Drill, scope string) Result {
+	bound := f.Timeout + f.Slack
+	res := Result{Name: CheckFaultLatency, Scope: scope, Unit: "ms", Bound: millis(bound), Verdict: Pass}
+	if fp.sent == 0 {
 		res.Verdict = Unknown
 		res.Explanation = "no request was sent during the fault: lengthen it or the traffic"
 		return res
 	}
-	q := &d.reqs[worst]
-	took := time.Duration(q.recv - q.sent)
+	q := fp.slowest
+	took := time.Duration(fp.took)
 	res.Observed = millis(took)
-	res.Proof = &Proof{Key: d.keys[q.key], FromNs: q.sent, ToNs: q.recv, RequestIDs: []uint64{q.id}}
+	res.Proof = &Proof{Key: q.key, FromNs: q.from, ToNs: q.to, RequestIDs: []uint64{q.id}}
 	if took > bound {
 		res.Verdict = Fail
 		res.Explanation = fmt.Sprintf("request %d took %v during the fault, beyond the store timeout %v plus slack %v: a request hung on the failing store", q.id, took, f.Timeout, f.Slack)
 	} else {
-		res.Explanation = fmt.Sprintf("%s sent during the fault, each answered within %v (store timeout %v plus slack %v)", Count(n, "requests"), took, f.Timeout, f.Slack)
+		res.Explanation = fmt.Sprintf("%s sent during the fault, each answered within %v (store timeout %v plus slack %v)", Count(fp.sent, "requests"), took, f.Timeout, f.Slack)
 	}
 	return res
 }
 
-// failureMode checks that the requests sent and answered wholly within the
-// fault got the declared behaviour.
-func failureMode(d *dataset, p Policy, f *runrecord.Drill, w runrecord.FaultWindow, to int64, scope string) Result {
-	res := Result{Name: CheckFailureMode, Scope: scope + " " + string(f.Mode), Unit: "requests", Verdict: Pass}
-	var inside, bad []int32
+// failureMode collects the requests sent and answered wholly within the
+// fault, and those of them that did not get the declared behaviour.
+func failureMode(d *dataset, p Policy, f *runrecord.Drill, w runrecord.FaultWindow, to int64, fp *faultPart) {
+	var inside []int32
 	// Only while the fault was surely in effect: a request answered as the
 	// injection or the heal was under way may have met the healthy store.
 	from, until := w.InEffect()
@@ -158,41 +182,55 @@ func failureMode(d *dataset, p Policy, f *runrecord.Drill, w runrecord.FaultWind
 			inside = append(inside, int32(i))
 		}
 	}
+	fp.inside += len(inside)
+	switch f.Mode {
+	case runrecord.FailOpen:
+		for _, i := range inside {
+			if q := &d.reqs[i]; q.outcome != history.Admitted {
+				fp.bad.add(d.example(i))
+			}
+		}
+	case runrecord.FailClosed:
+		for _, i := range inside {
+			if q := &d.reqs[i]; q.status != http.StatusServiceUnavailable || q.retryAfter < 1 {
+				fp.bad.add(d.example(i))
+			}
+		}
+	case runrecord.FailFallback:
+		for _, i := range fallbackExcess(d, p, f, inside, to-w.FromNs) {
+			fp.bad.add(d.example(i))
+		}
+	}
+}
+
+// modeResult checks that the requests sent and answered wholly within the
+// fault got the declared behaviour.
+func (fp *faultPart) modeResult(f *runrecord.Drill, scope string) Result {
+	res := Result{Name: CheckFailureMode, Scope: scope + " " + string(f.Mode), Unit: "requests", Verdict: Pass}
 	var want string
 	switch f.Mode {
 	case runrecord.FailOpen:
 		want = "admitted (fail-open)"
-		for _, i := range inside {
-			if q := &d.reqs[i]; q.outcome != history.Admitted {
-				bad = append(bad, i)
-			}
-		}
 	case runrecord.FailClosed:
 		want = "503 with a Retry-After (fail-closed)"
-		for _, i := range inside {
-			if q := &d.reqs[i]; q.status != http.StatusServiceUnavailable || q.retryAfter < 1 {
-				bad = append(bad, i)
-			}
-		}
 	case runrecord.FailFallback:
 		want = fmt.Sprintf("within each instance's 1/%d share of the budget (fallback)", max(f.Instances, 1))
-		bad = fallbackExcess(d, p, f, inside, to-w.FromNs)
 	}
 	res.Bound = 0
-	res.Observed = float64(len(bad))
-	if len(inside) == 0 {
+	res.Observed = float64(fp.bad.n)
+	if fp.inside == 0 {
 		res.Verdict = Unknown
 		res.Explanation = "no request was sent and answered within the fault: lengthen it or raise the rate"
 		return res
 	}
-	if len(bad) > 0 {
+	if fp.bad.n > 0 {
 		res.Verdict = Fail
-		res.Proof = proofOf(d, bad)
-		q := &d.reqs[bad[0]]
-		res.Explanation = fmt.Sprintf("%d of %s within the fault not %s; first: request %d, status %d", len(bad), Count(len(inside), "requests"), want, q.id, q.status)
+		res.Proof = examplesProof(fp.bad.first)
+		q := fp.bad.first[0]
+		res.Explanation = fmt.Sprintf("%d of %s within the fault not %s; first: request %d, status %d", fp.bad.n, Count(fp.inside, "requests"), want, q.id, q.status)
 		return res
 	}
-	res.Explanation = fmt.Sprintf("%s within the fault, each %s", Count(len(inside), "requests"), want)
+	res.Explanation = fmt.Sprintf("%s within the fault, each %s", Count(fp.inside, "requests"), want)
 	return res
 }
 
@@ -237,15 +275,6 @@ func fallbackExcess(d *dataset, p Policy, f *runrecord.Drill, inside []int32, le
 		}
 	}
 	return bad
-}
-
-func proofOf(d *dataset, idx []int32) *Proof {
-	q := &d.reqs[idx[0]]
-	p := &Proof{Key: d.keys[q.key], FromNs: q.sent, ToNs: q.recv}
-	for _, i := range idx[:min(len(idx), maxExamples)] {
-		p.RequestIDs = append(p.RequestIDs, d.reqs[i].id)
-	}
-	return p
 }
 
 func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

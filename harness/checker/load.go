@@ -70,15 +70,39 @@ type dataset struct {
 	// policies are the distinct RateLimit-Policy fields; policies[0] is "",
 	// none.
 	policies []string
+	// seq holds each record's 0-based position in the whole history when
+	// the dataset is part of it (nil: the dataset is the whole history, in
+	// order). rank orders the keys as a pass over the whole history meets
+	// them: a key's is the position of its first record, and a key renamed
+	// after a restart (applyFaults) has renamedRank set too.
+	seq  []int64
+	rank []uint64
+}
+
+// renamedRank marks the rank of a key renamed after a restart.
+const renamedRank = 1 << 63
+
+// seqOf is request i's position in the whole history.
+func (d *dataset) seqOf(i int32) int64 {
+	if d.seq == nil {
+		return int64(i)
+	}
+	return d.seq[i]
 }
 
 type interner struct {
 	ids   map[string]uint32
 	names []string
+	last  string // the string of the last look-up, whose id is lastID
+	last1 uint32
 }
 
 func (in *interner) id(s string) uint32 {
+	if len(in.names) > 0 && s == in.last {
+		return in.last1
+	}
 	if id, ok := in.ids[s]; ok {
+		in.last, in.last1 = s, id
 		return id
 	}
 	if in.ids == nil {
@@ -87,11 +111,13 @@ func (in *interner) id(s string) uint32 {
 	id := uint32(len(in.names))
 	in.ids[s] = id
 	in.names = append(in.names, s)
+	in.last, in.last1 = s, id
 	return id
 }
 
-// load reads every record of src into a dataset, letting narrow shrink each
-// request's [sent, received] to a reported decision time.
+// load reads every record of src, a whole history, into a dataset, letting
+// narrow shrink each request's [sent, received] to a reported decision
+// time. A partitioned check reads its parts with loadTask.
 func load(src history.Source, narrow narrowing) (*dataset, error) {
 	d := &dataset{header: src.Header()}
 	var keys, routes, insts, policies interner
@@ -106,15 +132,20 @@ func load(src history.Source, narrow narrowing) (*dataset, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read history: %w", err)
 		}
+		key := keys.id(rec.Key)
+		if int(key) == len(d.rank) {
+			d.rank = append(d.rank, uint64(len(d.reqs)))
+		}
 		q := request{
 			sent: rec.SentNs, recv: rec.ReceivedNs, answered: rec.ReceivedNs, id: rec.ID, cost: max(rec.Cost, 1),
-			key: keys.id(rec.Key), route: routes.id(rec.Route), inst: insts.id(rec.Instance),
+			key: key, route: routes.id(rec.Route), inst: insts.id(rec.Instance),
 			status: int16(rec.Status), outcome: outcomeOf(&rec), retryAfter: raNone,
 			rlLimit: -1, rlRemain: -1, rlReset: -1,
 		}
 		if len(rec.Headers) > 0 {
-			parseHeaders(&q, rec.Headers, start.Add(time.Duration(rec.ReceivedNs)))
-			if v, ok := rec.Headers["ratelimit-policy"]; ok {
+			hs := headersOf(rec.Headers)
+			parseHeaders(&q, &hs, start.Add(time.Duration(rec.ReceivedNs)))
+			if v, ok := hs.get(hPolicy); ok {
 				q.policy = policies.id(v)
 			}
 		}
@@ -139,15 +170,52 @@ func outcomeOf(rec *history.Record) history.Outcome {
 	return rec.Outcome
 }
 
-// parseHeaders fills q's header fields from the lower-case header map h of a
+// headerSet is the rate-limit fields of a response (history.RateLimitHeaders),
+// by index: one pass over a record's map in place of a look-up per field.
+type headerSet struct {
+	vals [maxRateLimitHeaders]string
+	has  uint16
+}
+
+// maxRateLimitHeaders bounds len(history.RateLimitHeaders) (a test holds
+// it): headerSet keeps that many.
+const maxRateLimitHeaders = 16
+
+// Indexes of the fields parseHeaders reads.
+var (
+	hRetryAfter = headerIndexOf("retry-after")
+	hCombined   = headerIndexOf("ratelimit")
+	hPolicy     = headerIndexOf("ratelimit-policy")
+	hLimit      = headerIndexOf("ratelimit-limit")
+	hRemaining  = headerIndexOf("ratelimit-remaining")
+	hReset      = headerIndexOf("ratelimit-reset")
+	hXLimit     = headerIndexOf("x-ratelimit-limit")
+	hXRemaining = headerIndexOf("x-ratelimit-remaining")
+	hXReset     = headerIndexOf("x-ratelimit-reset")
+)
+
+func headersOf(h map[string]string) headerSet {
+	var hs headerSet
+	for name, v := range h {
+		if i := headerIndexOf(name); i >= 0 {
+			hs.vals[i], hs.has = v, hs.has|1<<i
+		}
+	}
+	return hs
+}
+
+// get returns field i and whether the response carried it.
+func (hs *headerSet) get(i int) (string, bool) { return hs.vals[i], hs.has&(1<<i) != 0 }
+
+// parseHeaders fills q's header fields from the rate-limit fields h of a
 // response received at wall-clock time at.
-func parseHeaders(q *request, h map[string]string, at time.Time) {
-	if v, ok := h["retry-after"]; ok {
+func parseHeaders(q *request, h *headerSet, at time.Time) {
+	if v, ok := h.get(hRetryAfter); ok {
 		q.retryAfter = parseRetryAfter(v, at)
 	}
 	bad := false
-	field := func(name string) int64 {
-		v, ok := h[name]
+	field := func(name int) int64 {
+		v, ok := h.get(name)
 		if !ok {
 			return -1
 		}
@@ -159,16 +227,17 @@ func parseHeaders(q *request, h map[string]string, at time.Time) {
 		return n
 	}
 	var ietf [3]int64
-	if _, ok := h["ratelimit"]; ok {
+	if v, ok := h.get(hCombined); ok {
 		q.style |= styleCombined
-		ietf = parseCombined(h["ratelimit"], h["ratelimit-policy"], &bad)
+		policy, _ := h.get(hPolicy)
+		ietf = parseCombined(v, policy, &bad)
 	} else {
-		ietf = [3]int64{field("ratelimit-limit"), field("ratelimit-remaining"), field("ratelimit-reset")}
+		ietf = [3]int64{field(hLimit), field(hRemaining), field(hReset)}
 		if ietf != [3]int64{-1, -1, -1} {
 			q.style |= styleSeparate
 		}
 	}
-	x := [3]int64{field("x-ratelimit-limit"), field("x-ratelimit-remaining"), field("x-ratelimit-reset")}
+	x := [3]int64{field(hXLimit), field(hXRemaining), field(hXReset)}
 	if x != [3]int64{-1, -1, -1} {
 		q.style |= styleX
 		if x[2] > 1e9 { // an epoch time, as GitHub sends it: make it a delay

@@ -82,6 +82,18 @@ type Policy struct {
 	// (retry-after, ratelimit-fields and header-style), as a scenario's
 	// checks.headers: false asks; the report says so in a note.
 	SkipHeaderChecks bool
+
+	// MemoryBudget bounds, in bytes, what Check holds of a history: half
+	// for the records read, in a compact form (about 40 bytes each), beyond
+	// which they go to a temporary file; half for the partitions under
+	// check, one per core, at about 320 bytes a record. A key's records
+	// are checked together, so a key holding more than a core's share
+	// takes what it needs. 0 means DefaultMemoryBudget.
+	MemoryBudget int64
+	// TempDir is the directory of that temporary file, which Check removes
+	// before it returns (on Unix at once, so that a killed process leaves
+	// none behind); "" means the system's (os.TempDir, $TMPDIR).
+	TempDir string
 }
 
 // Rule applies Limits to the requests of matching routes and keys. A

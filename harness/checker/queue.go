@@ -56,10 +56,14 @@ type shaper interface {
 
 // queueAcc gathers the queue-delay check's findings over key groups.
 type queueAcc struct {
-	early      finding
-	late       int64 // the most ns an answer followed its slot's upper bound
-	lateI      int32
+	early finding
+	// late is the most ns an answer followed its slot's upper bound
+	// lateSlot, by the request lateReq (answered at lateReq.to) of the key
+	// of rank lateRank.
+	late       int64
 	lateSlot   int64
+	lateReq    example
+	lateRank   uint64
 	judgedLate int // admissions with a reported decision time
 	seen       bool
 }
@@ -90,7 +94,7 @@ func (m *queueModel) queueDelay(c *limitCheck, g []int32, acc *queueAcc) {
 			}
 		}
 		if f.worse(acc.early) {
-			acc.early = f
+			acc.early = c.r.settle(f)
 		}
 	}
 	m.lateAnswers(c, g, acc)
@@ -152,16 +156,16 @@ func (m *queueModel) lateAnswers(c *limitCheck, g []int32, acc *queueAcc) {
 		}
 		slot += res
 		if late := q.answered - slot; late > acc.late {
-			acc.late, acc.lateI, acc.lateSlot = late, i, slot
+			acc.late, acc.lateSlot, acc.lateRank = late, slot, c.r.d.rank[q.key]
+			acc.lateReq = example{id: q.id, key: c.r.d.keys[q.key], to: q.answered}
 		}
 	}
 }
 
 // result is the queue-delay check's verdict over every key group.
-func (acc *queueAcc) result(c *limitCheck) Result {
-	r := c.r
+func (acc *queueAcc) result(c *limitCheck, p Policy) Result {
 	res := Result{Name: CheckQueueDelay, Scope: c.scope, Unit: "units", Verdict: Pass}
-	slack := r.p.QueueSlack
+	slack := p.QueueSlack
 	if slack == 0 {
 		slack = DefaultQueueSlack
 	}
@@ -174,16 +178,16 @@ func (acc *queueAcc) result(c *limitCheck) Result {
 	case !acc.seen || !f.found:
 		res.Explanation = "no admitted requests"
 	case f.over:
-		res.Verdict, res.Observed, res.Bound, res.Proof = Fail, float64(f.observed), f.bound, r.proof(f)
+		res.Verdict, res.Observed, res.Bound, res.Proof = Fail, float64(f.observed), f.bound, f.proof
 		res.Explanation = fmt.Sprintf("key %q: %s answered %s, where a queue of %s releases at most %s: answered before their slots", res.Proof.Key, Count(int(f.observed), "units"), span(f), c.lim, fmtNum(f.bound))
 	case acc.late > int64(slack):
-		q := &r.d.reqs[acc.lateI]
+		q := acc.lateReq
 		res.Verdict, res.Unit = Fail, "ms"
 		res.Observed, res.Bound = float64(acc.late)/1e6, float64(slack)/1e6
-		res.Proof = &Proof{Key: r.d.keys[q.key], FromNs: acc.lateSlot, ToNs: q.answered, RequestIDs: []uint64{q.id}}
+		res.Proof = &Proof{Key: q.key, FromNs: acc.lateSlot, ToNs: q.to, RequestIDs: []uint64{q.id}}
 		res.Explanation = fmt.Sprintf("key %q: request %d answered %v after its slot (at the latest %s), more than the slack %v", res.Proof.Key, q.id, time.Duration(acc.late), fmtNs(acc.lateSlot), slack)
 	default:
-		res.Observed, res.Bound, res.Proof = float64(f.observed), f.bound, r.proof(f)
+		res.Observed, res.Bound, res.Proof = float64(f.observed), f.bound, f.proof
 		res.Explanation = fmt.Sprintf("tightest: key %q, %s answered %s of %s released; %s", res.Proof.Key, Count(int(f.observed), "units"), span(f), fmtNum(f.bound), lateNote)
 	}
 	return res

@@ -11,9 +11,9 @@ import (
 	"github.com/rlbench/rlbench/harness/history"
 )
 
-// ruleScope names a rule for results: its route and limits.
-func (r *run) ruleScope(ri int32) string {
-	rule := r.p.Rules[ri]
+// ruleScope names rule ri of p for results: its route and limits.
+func ruleScope(p Policy, ri int32) string {
+	rule := p.Rules[ri]
 	route := rule.Route
 	if route == "" {
 		route = "all routes"
@@ -28,96 +28,82 @@ func (r *run) ruleScope(ri int32) string {
 	return route + ": " + strings.Join(names, " + ")
 }
 
-// examples is a Proof listing the first request IDs of idx.
-func (r *run) examples(idx []int32) *Proof {
-	if len(idx) == 0 {
-		return nil
-	}
-	q := &r.d.reqs[idx[0]]
-	p := &Proof{Key: r.d.keys[q.key], FromNs: q.sent, ToNs: q.recv}
-	for _, i := range idx[:min(len(idx), maxExamples)] {
-		p.RequestIDs = append(p.RequestIDs, r.d.reqs[i].id)
-	}
-	return p
-}
-
-// falseRejections reports, per rule, the rejections the ideal limiter would
-// have admitted under every timing: no limit of the rule may have rejected
-// them, even with every request of unknown outcome counted as admitted.
-func (r *run) falseRejections() []Result {
-	var out []Result
-	for ri, rule := range r.p.Rules {
-		var rejected int
-		var proven, ifUnknown []int32
-		for i := range r.d.reqs {
-			if r.ruleOf[i] != int32(ri) || r.d.reqs[i].outcome != history.Rejected {
-				continue
-			}
-			rejected++
-			switch {
-			case r.justified[i]&justAll == 0:
-				proven = append(proven, int32(i))
-			case r.justified[i]&justKnown == 0:
-				ifUnknown = append(ifUnknown, int32(i))
-			}
+// falseRejections collects, per rule, the rejections the ideal limiter
+// would have admitted under every timing: no limit of the rule may have
+// rejected them, even with every request of unknown outcome counted as
+// admitted.
+func (r *run) falseRejections(parts []rulePart) {
+	for i := range r.d.reqs {
+		ri := r.ruleOf[i]
+		if ri < 0 || r.d.reqs[i].outcome != history.Rejected {
+			continue
 		}
-		res := Result{Name: CheckFalseRejections, Scope: r.ruleScope(int32(ri)), Unit: "rejections", Verdict: Pass}
-		if rule.Tolerance > 0 {
-			res.Scope += fmt.Sprintf(" (tolerance %g)", rule.Tolerance)
-		}
-		rate := func(n int) string {
-			if rejected == 0 {
-				return "0%"
-			}
-			return fmt.Sprintf("%.2f%%", 100*float64(n)/float64(rejected))
-		}
-		// Policy.MaxFalseRejectionRate tolerates a fraction of the rule's
-		// requests; the bound is that many rejections.
-		allowed := r.allowedFalseRejections(int32(ri))
-		res.Bound = float64(allowed)
-		within := ""
-		if allowed > 0 {
-			within = fmt.Sprintf(", within max_rate %g of the rule's requests (%d)", r.p.MaxFalseRejectionRate, allowed)
-		}
+		rp := &parts[ri]
+		rp.rejected++
 		switch {
-		case len(proven) > allowed:
-			res.Verdict, res.Observed, res.Proof = Fail, float64(len(proven)), r.examples(proven)
-			res.Explanation = fmt.Sprintf("%d of %s (%s) had room under every timing; first: request %d", len(proven), Count(rejected, "rejections"), rate(len(proven)), res.Proof.RequestIDs[0])
-			if allowed > 0 {
-				res.Explanation += fmt.Sprintf("; max_rate %g of the rule's requests tolerates %d", r.p.MaxFalseRejectionRate, allowed)
-			}
-		case len(proven)+len(ifUnknown) > allowed:
-			res.Verdict, res.Observed, res.Proof = Unknown, float64(len(proven)+len(ifUnknown)), r.examples(slices.Concat(proven, ifUnknown))
-			res.Explanation = fmt.Sprintf("%d of %s (%s) had room unless requests of unknown outcome were admitted", len(ifUnknown), Count(rejected, "rejections"), rate(len(ifUnknown)))
-			if len(proven) > 0 {
-				res.Explanation = fmt.Sprintf("%d of %s (%s) had room under every timing and %d more unless requests of unknown outcome were admitted%s", len(proven), Count(rejected, "rejections"), rate(len(proven)), len(ifUnknown), within)
-			}
-		case len(proven) > 0:
-			res.Observed, res.Proof = float64(len(proven)), r.examples(proven)
-			res.Explanation = fmt.Sprintf("%d of %s (%s) had room under every timing%s", len(proven), Count(rejected, "rejections"), rate(len(proven)), within)
-		default:
-			res.Explanation = fmt.Sprintf("none of %s provably had room", Count(rejected, "rejections"))
+		case r.justified[i]&justAll == 0:
+			rp.proven.add(r.d.example(int32(i)))
+		case r.justified[i]&justKnown == 0:
+			rp.ifUnknown.add(r.d.example(int32(i)))
 		}
-		out = append(out, res)
 	}
-	return out
 }
 
-// retryAfter checks every 429's Retry-After (RFC 9110 §10.2.3, RFC 6585 §4):
-// present, whole seconds >= 1, not shorter than the ideal wait and not more
-// than one second longer, whatever the timing. A Retry-After that only the
-// requests of unknown outcome make wrong gives the verdict unknown.
-func (r *run) retryAfter() Result {
-	res := Result{Name: CheckRetryAfter, Unit: "responses", Verdict: Pass}
-	var bad, doubtful []int32
-	var first, firstDoubt string
-	total := 0
+// result is the false-rejection check's verdict on rule ri of p.
+func (rp *rulePart) result(p Policy, ri int32) Result {
+	rule := p.Rules[ri]
+	rejected, proven, ifUnknown := rp.rejected, rp.proven.n, rp.ifUnknown.n
+	res := Result{Name: CheckFalseRejections, Scope: ruleScope(p, ri), Unit: "rejections", Verdict: Pass}
+	if rule.Tolerance > 0 {
+		res.Scope += fmt.Sprintf(" (tolerance %g)", rule.Tolerance)
+	}
+	rate := func(n int) string {
+		if rejected == 0 {
+			return "0%"
+		}
+		return fmt.Sprintf("%.2f%%", 100*float64(n)/float64(rejected))
+	}
+	// Policy.MaxFalseRejectionRate tolerates a fraction of the rule's
+	// requests; the bound is that many rejections.
+	allowed := allowedFalseRejections(p, rp.requests)
+	res.Bound = float64(allowed)
+	within := ""
+	if allowed > 0 {
+		within = fmt.Sprintf(", within max_rate %g of the rule's requests (%d)", p.MaxFalseRejectionRate, allowed)
+	}
+	switch {
+	case proven > allowed:
+		res.Verdict, res.Observed, res.Proof = Fail, float64(proven), examplesProof(rp.proven.first)
+		res.Explanation = fmt.Sprintf("%d of %s (%s) had room under every timing; first: request %d", proven, Count(rejected, "rejections"), rate(proven), res.Proof.RequestIDs[0])
+		if allowed > 0 {
+			res.Explanation += fmt.Sprintf("; max_rate %g of the rule's requests tolerates %d", p.MaxFalseRejectionRate, allowed)
+		}
+	case proven+ifUnknown > allowed:
+		res.Verdict, res.Observed, res.Proof = Unknown, float64(proven+ifUnknown), examplesProof(slices.Concat(rp.proven.first, rp.ifUnknown.first))
+		res.Explanation = fmt.Sprintf("%d of %s (%s) had room unless requests of unknown outcome were admitted", ifUnknown, Count(rejected, "rejections"), rate(ifUnknown))
+		if proven > 0 {
+			res.Explanation = fmt.Sprintf("%d of %s (%s) had room under every timing and %d more unless requests of unknown outcome were admitted%s", proven, Count(rejected, "rejections"), rate(proven), ifUnknown, within)
+		}
+	case proven > 0:
+		res.Observed, res.Proof = float64(proven), examplesProof(rp.proven.first)
+		res.Explanation = fmt.Sprintf("%d of %s (%s) had room under every timing%s", proven, Count(rejected, "rejections"), rate(proven), within)
+	default:
+		res.Explanation = fmt.Sprintf("none of %s provably had room", Count(rejected, "rejections"))
+	}
+	return res
+}
+
+// retryAfter collects every 429's Retry-After (RFC 9110 §10.2.3, RFC 6585
+// §4): present, whole seconds >= 1, not shorter than the ideal wait and not
+// more than one second longer, whatever the timing. A Retry-After that only
+// the requests of unknown outcome make wrong is doubtful.
+func (r *run) retryAfter(rp *retryPart) {
 	for i := range r.d.reqs {
 		q := &r.d.reqs[i]
 		if q.outcome != history.Rejected {
 			continue
 		}
-		total++
+		rp.total++
 		var why, doubt string
 		ra := q.retryAfter * int64(time.Second) // below MaxInt64 by maxRetryAfter
 		switch {
@@ -139,26 +125,35 @@ func (r *run) retryAfter() Result {
 		}
 		switch {
 		case why != "":
-			if len(bad) == 0 {
-				first = fmt.Sprintf("request %d: %s", q.id, why)
-			}
-			bad = append(bad, int32(i))
+			r.addWhy(&rp.bad, int32(i), why)
 		case doubt != "":
-			if len(doubtful) == 0 {
-				firstDoubt = fmt.Sprintf("request %d: %s", q.id, doubt)
-			}
-			doubtful = append(doubtful, int32(i))
+			r.addWhy(&rp.doubtful, int32(i), doubt)
 		}
 	}
+}
+
+// addWhy adds request i to l, with why it is there when it is the first
+// (the only one whose why a result names).
+func (r *run) addWhy(l *exampleList, i int32, why string) {
+	e := r.d.example(i)
+	if l.n == 0 {
+		e.why = fmt.Sprintf("request %d: %s", e.id, why)
+	}
+	l.add(e)
+}
+
+// result is the Retry-After check's verdict.
+func (rp *retryPart) result() Result {
+	res := Result{Name: CheckRetryAfter, Unit: "responses", Verdict: Pass}
 	switch {
-	case len(bad) > 0:
-		res.Verdict, res.Observed, res.Proof = Fail, float64(len(bad)), r.examples(bad)
-		res.Explanation = fmt.Sprintf("%d of %s; %s", len(bad), Count(total, "rejections"), first)
-	case len(doubtful) > 0:
-		res.Verdict, res.Observed, res.Proof = Unknown, float64(len(doubtful)), r.examples(doubtful)
-		res.Explanation = fmt.Sprintf("%d of %s; %s", len(doubtful), Count(total, "rejections"), firstDoubt)
+	case rp.bad.n > 0:
+		res.Verdict, res.Observed, res.Proof = Fail, float64(rp.bad.n), examplesProof(rp.bad.first)
+		res.Explanation = fmt.Sprintf("%d of %s; %s", rp.bad.n, Count(rp.total, "rejections"), rp.bad.first[0].why)
+	case rp.doubtful.n > 0:
+		res.Verdict, res.Observed, res.Proof = Unknown, float64(rp.doubtful.n), examplesProof(rp.doubtful.first)
+		res.Explanation = fmt.Sprintf("%d of %s; %s", rp.doubtful.n, Count(rp.total, "rejections"), rp.doubtful.first[0].why)
 	default:
-		res.Explanation = fmt.Sprintf("%s, each with an honest Retry-After", Count(total, "rejections"))
+		res.Explanation = fmt.Sprintf("%s, each with an honest Retry-After", Count(rp.total, "rejections"))
 	}
 	return res
 }
@@ -192,11 +187,7 @@ func (r *run) maxResetNs(ri int32) int64 {
 //     limits and its w that limit's window in whole seconds (rounded either
 //     way; for a bucket the time to refill the burst, or with q the rate per
 //     period, the period).
-func (r *run) rateLimitFields() Result {
-	res := Result{Name: CheckRateLimitFields, Unit: "responses", Verdict: Pass}
-	var bad []int32
-	var first string
-	seen := 0
+func (r *run) rateLimitFields(fp *fieldsPart) {
 	resetNs := make([]int64, len(r.p.Rules))
 	for ri := range r.p.Rules {
 		resetNs[ri] = r.maxResetNs(int32(ri))
@@ -208,7 +199,7 @@ func (r *run) rateLimitFields() Result {
 		if ri < 0 || q.rlLimit < 0 && q.rlRemain < 0 && q.rlReset < 0 && q.policy == 0 || q.outcome == history.Error {
 			continue
 		}
-		seen++
+		fp.seen++
 		limits := r.p.Rules[ri].Limits
 		minRoom := int64(math.MaxInt64)
 		for _, l := range limits {
@@ -245,21 +236,23 @@ func (r *run) rateLimitFields() Result {
 			why = w
 		}
 		if why != "" {
-			if len(bad) == 0 {
-				first = fmt.Sprintf("request %d: %s", q.id, why)
-			}
-			bad = append(bad, int32(i))
+			r.addWhy(&fp.bad, int32(i), why)
 		}
 	}
-	res.Observed = float64(len(bad))
+}
+
+// result is the RateLimit fields check's verdict.
+func (fp *fieldsPart) result() Result {
+	res := Result{Name: CheckRateLimitFields, Unit: "responses", Verdict: Pass}
+	res.Observed = float64(fp.bad.n)
 	switch {
-	case len(bad) > 0:
-		res.Verdict, res.Proof = Fail, r.examples(bad)
-		res.Explanation = fmt.Sprintf("%d of %s with RateLimit fields; %s", len(bad), Count(seen, "responses"), first)
-	case seen == 0:
+	case fp.bad.n > 0:
+		res.Verdict, res.Proof = Fail, examplesProof(fp.bad.first)
+		res.Explanation = fmt.Sprintf("%d of %s with RateLimit fields; %s", fp.bad.n, Count(fp.seen, "responses"), fp.bad.first[0].why)
+	case fp.seen == 0:
 		res.Explanation = "no response carried RateLimit fields"
 	default:
-		res.Explanation = fmt.Sprintf("%s with RateLimit fields, each as the model allows", Count(seen, "responses"))
+		res.Explanation = fmt.Sprintf("%s with RateLimit fields, each as the model allows", Count(fp.seen, "responses"))
 	}
 	return res
 }
@@ -393,28 +386,27 @@ func policyForms(l Limit) []policyForm {
 // headerStyle flags inconsistent rate-limit header styles: one response whose
 // IETF and X-RateLimit fields disagree, a field that does not parse, or
 // responses of one history using different families of fields.
-func (r *run) headerStyle() Result {
-	res := Result{Name: CheckHeaderStyle, Unit: "responses", Verdict: Pass}
+func (r *run) headerStyle(sp *stylePart) {
 	const families = styleSeparate | styleCombined | styleX
-	counts := map[uint8]int{}
-	var bad []int32
-	var first string
 	for i := range r.d.reqs {
 		q := &r.d.reqs[i]
 		if f := q.style & families; f != 0 {
-			counts[f]++
+			sp.families[f]++
 		}
 		if q.style&(styleDisagree|styleMalformed) != 0 {
-			if len(bad) == 0 {
-				what := "IETF RateLimit and X-RateLimit fields disagree"
-				if q.style&styleMalformed != 0 {
-					what = "a rate-limit field does not parse"
-				}
-				first = fmt.Sprintf("request %d: %s", q.id, what)
+			what := "IETF RateLimit and X-RateLimit fields disagree"
+			if q.style&styleMalformed != 0 {
+				what = "a rate-limit field does not parse"
 			}
-			bad = append(bad, int32(i))
+			r.addWhy(&sp.bad, int32(i), what)
 		}
 	}
+}
+
+// result is the header-style check's verdict.
+func (sp *stylePart) result() Result {
+	res := Result{Name: CheckHeaderStyle, Unit: "responses", Verdict: Pass}
+	counts, bad := sp.families, sp.bad
 	dominant, dominantN, styled := uint8(0), 0, 0
 	for f, n := range counts {
 		styled += n
@@ -423,11 +415,11 @@ func (r *run) headerStyle() Result {
 		}
 	}
 	mixed := styled - dominantN
-	res.Observed = float64(len(bad) + mixed)
+	res.Observed = float64(bad.n + mixed)
 	switch {
-	case len(bad) > 0:
-		res.Verdict, res.Proof = Fail, r.examples(bad)
-		res.Explanation = fmt.Sprintf("%s with inconsistent fields; %s", Count(len(bad), "responses"), first)
+	case bad.n > 0:
+		res.Verdict, res.Proof = Fail, examplesProof(bad.first)
+		res.Explanation = fmt.Sprintf("%s with inconsistent fields; %s", Count(bad.n, "responses"), bad.first[0].why)
 	case mixed > 0:
 		res.Verdict = Fail
 		res.Explanation = fmt.Sprintf("%d of %s with another family of fields than the rest (%s)", mixed, Count(styled, "responses"), styleNames(dominant))

@@ -10,20 +10,14 @@ import (
 )
 
 // allowedFalseRejections is the number of false rejections
-// Policy.MaxFalseRejectionRate tolerates among the requests of rule ri:
-// ⌊rate·N⌋ of its N requests (a hair of slack absorbs the rounding of
-// rate·N, so that 0.01 of 300 requests is 3).
-func (r *run) allowedFalseRejections(ri int32) int {
-	if r.p.MaxFalseRejectionRate == 0 {
+// Policy.MaxFalseRejectionRate tolerates among the n requests of a rule:
+// ⌊rate·n⌋ (a hair of slack absorbs the rounding of rate·n, so that 0.01 of
+// 300 requests is 3).
+func allowedFalseRejections(p Policy, n int) int {
+	if p.MaxFalseRejectionRate == 0 {
 		return 0
 	}
-	n := 0
-	for _, rj := range r.ruleOf {
-		if rj == ri {
-			n++
-		}
-	}
-	return int(math.Floor(r.p.MaxFalseRejectionRate*float64(n) + 1e-9))
+	return int(math.Floor(p.MaxFalseRejectionRate*float64(n) + 1e-9))
 }
 
 // status checks that the target answered every request (outside declared
@@ -33,59 +27,60 @@ func (r *run) allowedFalseRejections(ri int32) int {
 // checks), and no request left without an answer (a dead or hung target
 // is not a pass). Its explanation leads with the commonest cause and what
 // to do about it, since the other checks only suffer from it.
-func (r *run) status(rep *Report) Result {
-	res := Result{Name: CheckStatus, Unit: "responses", Verdict: Pass}
-	type cause struct {
-		status int // 0: no answer
-		idx    []int32
-	}
-	var causes []*cause
-	byStatus := map[int]*cause{}
-	total := 0
+func (r *run) status(sp *statusPart) {
 	for i := range r.d.reqs {
 		q := &r.d.reqs[i]
 		if q.faulted {
 			continue
 		}
-		total++
+		sp.total++
 		st := int(q.status)
 		bad := st == 0 || st >= 500 && !slices.Contains(r.p.ExpectedStatuses, st) || st >= 400 && st < 500 && st != http.StatusTooManyRequests
 		if !bad {
 			continue
 		}
-		c := byStatus[st]
-		if c == nil {
-			c = &cause{status: st}
-			byStatus[st] = c
-			causes = append(causes, c)
+		k := slices.IndexFunc(sp.causes, func(c *statusCause) bool { return c.status == st })
+		if k < 0 {
+			sp.causes = append(sp.causes, &statusCause{status: st})
+			k = len(sp.causes) - 1
 		}
-		c.idx = append(c.idx, int32(i))
+		sp.causes[k].list.add(r.d.example(int32(i)))
 	}
+}
+
+// result is the status check's verdict over the whole history, whose
+// counts rep holds.
+func (sp *statusPart) result(rep *Report) Result {
+	res := Result{Name: CheckStatus, Unit: "responses", Verdict: Pass}
 	tail := Count(rep.TransportErrors, "transport errors") + ", " + Count(rep.Unknown, "requests of unknown outcome")
-	if len(causes) == 0 {
+	if len(sp.causes) == 0 {
 		res.Explanation = "every request answered, no unexpected 4xx or 5xx; " + tail
 		return res
 	}
 	// The commonest cause first; ties in order of first appearance.
-	slices.SortStableFunc(causes, func(a, b *cause) int { return cmp.Compare(len(b.idx), len(a.idx)) })
-	var bad []int32
+	causes := slices.Clone(sp.causes)
+	slices.SortFunc(causes, func(a, b *statusCause) int { return cmp.Compare(a.list.first[0].seq, b.list.first[0].seq) })
+	slices.SortStableFunc(causes, func(a, b *statusCause) int { return cmp.Compare(b.list.n, a.list.n) })
+	var bad []example
 	var parts []string
+	n := 0
 	for _, c := range causes {
-		bad = append(bad, c.idx...)
-		parts = append(parts, r.statusCause(c.status, c.idx, total))
+		bad = append(bad, c.list.first...)
+		n += c.list.n
+		parts = append(parts, statusCauseText(c.status, c.list, sp.total))
 	}
-	res.Verdict, res.Observed, res.Proof = Fail, float64(len(bad)), r.examples(bad)
+	res.Verdict, res.Observed, res.Proof = Fail, float64(n), examplesProof(bad)
 	res.Explanation = strings.Join(parts, "; ") + "; " + tail
 	return res
 }
 
-// statusCause describes the requests idx, of total judged, that got status
-// st (0: no answer), and what to look at.
-func (r *run) statusCause(st int, idx []int32, total int) string {
-	n := len(idx)
+// statusCauseText describes the requests l, of total judged, that got
+// status st (0: no answer), and what to look at.
+func statusCauseText(st int, l exampleList, total int) string {
+	n := l.n
 	share := "all " + Count(n, "requests")
 	if n < total {
-		share = fmt.Sprintf("%d of %s (first: request %d)", n, Count(total, "requests"), r.d.reqs[idx[0]].id)
+		share = fmt.Sprintf("%d of %s (first: request %d)", n, Count(total, "requests"), l.first[0].id)
 	}
 	reached := "the traffic never reached the limiter"
 	if n < total {

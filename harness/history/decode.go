@@ -163,10 +163,21 @@ func (d *decoder) intern() (string, bool) {
 // intern returns b as a string, sharing one copy of strings seen before
 // (up to maxInterned of them).
 func (r *Reader) intern(b []byte) string {
+	// A direct-mapped cache in front of the table takes most look-ups.
+	h := uint32(2166136261)
+	for _, c := range b {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	slot := &r.recent[h%uint32(len(r.recent))]
+	if *slot == string(b) && (len(b) > 0 || *slot == "") {
+		return *slot
+	}
 	if s, ok := r.interned[string(b)]; ok {
+		*slot = s
 		return s
 	}
 	s := string(b)
+	*slot = s
 	if len(r.interned) < maxInterned {
 		if r.interned == nil {
 			r.interned = make(map[string]string)

@@ -3,11 +3,12 @@ package history
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 // maxLine is the longest line a Reader accepts.
@@ -34,8 +35,11 @@ type Reader struct {
 	// interned shares one copy of repeated keys, routes, instances and
 	// header values.
 	interned map[string]string
+	recent   [4096]string // the strings interned last, by hash
 	// shards shares one *Shard per distinct record shard.
 	shards map[Shard]*Shard
+	// ahead, when set, decodes records ahead of Read (ReadAhead).
+	ahead *readAhead
 }
 
 // NewReader reads the header from r and returns a Reader positioned at the
@@ -84,18 +88,39 @@ func (r *Reader) Line() int { return r.n }
 // record is validated (Record.Validate); a fault is a *FormatError naming
 // the file, line and field.
 func (r *Reader) Read(rec *Record) error {
+	if r.ahead != nil {
+		return r.ahead.read(r, rec)
+	}
 	line, err := r.next()
 	if err != nil {
 		return err
 	}
-	if bytes.HasPrefix(line, []byte(interruptedKey)) {
-		var end struct {
-			Interrupted string `json:"interrupted"`
-		}
-		_ = json.Unmarshal(line, &end)
-		r.trunc = fmt.Errorf("%s: %w: the run was interrupted (%s) before its traffic ended", place(r.name, r.n), ErrTruncated, end.Interrupted)
-		r.done = true
+	switch err := r.decodeLine(line, r.n, r.last, rec); err {
+	case nil:
+		return nil
+	case errLineInterrupted:
+		r.interrupted(line, r.n)
 		return io.EOF
+	case errPartial:
+		return r.partial()
+	default:
+		return err
+	}
+}
+
+// Sentinels of decodeLine: the line ends an interrupted run's history, or
+// is the last line and holds part of a record.
+var (
+	errLineInterrupted = errors.New("interrupted")
+	errPartial         = errors.New("partial record")
+)
+
+// decodeLine decodes line n (last: the input's last line) into rec,
+// reusing its Headers map: nil, errLineInterrupted, errPartial, or a
+// *FormatError. It reads only r's name and interned strings.
+func (r *Reader) decodeLine(line []byte, n int, last bool, rec *Record) error {
+	if bytes.HasPrefix(line, []byte(interruptedKey)) {
+		return errLineInterrupted
 	}
 	headers := rec.Headers
 	clear(headers)
@@ -104,24 +129,34 @@ func (r *Reader) Read(rec *Record) error {
 		clear(headers)
 		*rec = Record{Headers: headers}
 		if err := json.Unmarshal(line, rec); err != nil {
-			if r.last && incomplete(line) {
-				return r.partial()
+			if last && incomplete(line) {
+				return errPartial
 			}
-			return &FormatError{File: r.name, Line: r.n, Field: jsonFieldOf(err), Err: err}
+			return &FormatError{File: r.name, Line: n, Field: jsonFieldOf(err), Err: err}
 		}
 	}
 	if rec.ID == 0 {
-		rec.ID = uint64(r.n - 1)
+		rec.ID = uint64(n - 1)
 	}
 	if rec.Cost == 0 {
 		rec.Cost = 1
 	}
 	if err := rec.Validate(); err != nil {
 		fe := err.(*FormatError)
-		fe.File, fe.Line = r.name, r.n
+		fe.File, fe.Line = r.name, n
 		return fe
 	}
 	return nil
+}
+
+// interrupted ends the input at line n, which says the run was interrupted.
+func (r *Reader) interrupted(line []byte, n int) {
+	var end struct {
+		Interrupted string `json:"interrupted"`
+	}
+	_ = json.Unmarshal(line, &end)
+	r.trunc = fmt.Errorf("%s: %w: the run was interrupted (%s) before its traffic ended", place(r.name, n), ErrTruncated, end.Interrupted)
+	r.done = true
 }
 
 // lines splits a history, gzip compressed or not, into lines and notes how

@@ -14,6 +14,11 @@
 //
 //	-ratio 'VersusRedisRate/batched/*:store-decisions/s / VersusRedisRate/batched/*:redis_rate-decisions/s'
 //	-ratio 'OverheadVersusRedisRate:reference-p50-ms / OverheadVersusRedisRate:redis_rate-p50-ms'
+//
+// A goal holds a benchmark's median to a bound, "NAME:METRIC <= BOUND" or
+// ">=", and the table of goals says whether each is met:
+//
+//	-goal 'CheckFile/records=10M:ns/op <= 10e9'
 package main
 
 import (
@@ -35,8 +40,9 @@ func (r *ratioFlag) String() string     { return strings.Join(*r, ", ") }
 func (r *ratioFlag) Set(v string) error { *r = append(*r, v); return nil }
 
 func main() {
-	var ratios ratioFlag
+	var ratios, goals ratioFlag
 	flag.Var(&ratios, "ratio", "`OURS / ANCHOR` pair to compare (repeatable)")
+	flag.Var(&goals, "goal", "`NAME:METRIC <= BOUND` (or >=) a median must meet (repeatable)")
 	flag.Parse()
 	results, order, err := parse(os.Stdin)
 	if err != nil {
@@ -48,6 +54,49 @@ func main() {
 		os.Exit(2)
 	}
 	write(os.Stdout, results, order, ratios)
+	if err := writeGoals(os.Stdout, results, goals); err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable:", err)
+		os.Exit(2)
+	}
+}
+
+// writeGoals writes the table of goals: each benchmark's median against
+// its bound. A benchmark that did not run is "not run", not a failure. The
+// error names a goal spec that does not parse.
+func writeGoals(w io.Writer, results map[string]result, goals []string) error {
+	if len(goals) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\n| goal | benchmark | metric | median | bound | met |\n|---|---|---|---:|---:|---|\n")
+	for _, spec := range goals {
+		op := " <= "
+		lhs, rhs, ok := strings.Cut(spec, op)
+		if !ok {
+			op = " >= "
+			lhs, rhs, ok = strings.Cut(spec, op)
+		}
+		name, unit, hasUnit := strings.Cut(strings.TrimSpace(lhs), ":")
+		bound, err := strconv.ParseFloat(strings.TrimSpace(rhs), 64)
+		if !ok || !hasUnit || err != nil {
+			return fmt.Errorf("-goal %q: want NAME:METRIC <= BOUND or NAME:METRIC >= BOUND, as 'CheckFile/records=10M:ns/op <= 10e9'", spec)
+		}
+		vs := results[name][unit]
+		if len(vs) == 0 {
+			fmt.Fprintf(w, "| %s | %s | %s | (not run) | %s | |\n", spec, name, unit, format(bound))
+			continue
+		}
+		m := median(vs)
+		met := m <= bound
+		if op == " >= " {
+			met = m >= bound
+		}
+		verdict := "yes"
+		if !met {
+			verdict = "NO"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", spec, name, unit, format(m), format(bound), verdict)
+	}
+	return nil
 }
 
 // result is every run of one benchmark: unit → values.

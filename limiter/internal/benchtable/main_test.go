@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 )
@@ -57,5 +58,37 @@ func TestTable(t *testing.T) {
 func TestParseRejectsGarbage(t *testing.T) {
 	if _, _, err := parse(strings.NewReader("BenchmarkX-2 10 fast ns/op\n")); err == nil {
 		t.Fatal("a non-numeric value parsed")
+	}
+}
+
+func TestGoals(t *testing.T) {
+	results, _, err := parse(strings.NewReader(sample + `BenchmarkCheckFile/records=10M-2  1  9000000000 ns/op  800 MiB-peak-heap
+BenchmarkCheckFile/records=10M-2  1  12000000000 ns/op  700 MiB-peak-heap
+BenchmarkCheckFile/records=10M-2  1  9500000000 ns/op  900 MiB-peak-heap
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		goal, want string
+	}{
+		{"CheckFile/records=10M:ns/op <= 10e9", "| 9500000000 | 10000000000 | yes |"},
+		{"CheckFile/records=10M:ns/op <= 9e9", "| 9500000000 | 9000000000 | NO |"},
+		{"CheckFile/records=10M:MiB-peak-heap <= 1024", "| 800.0 | 1024 | yes |"},
+		{"MemoryStore/gcra/keys=10000:ns/op >= 120", "| 110.0 | 120.0 | NO |"},
+		{"CheckFile/records=100M:ns/op <= 200e9", "| (not run) |"},
+	} {
+		var out bytes.Buffer
+		if err := writeGoals(&out, results, []string{tc.goal}); err != nil {
+			t.Fatalf("%s: %v", tc.goal, err)
+		}
+		if !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%s:\n%s\nwant a row ending %q", tc.goal, out.String(), tc.want)
+		}
+	}
+	for _, bad := range []string{"CheckFile/records=10M <= 1", "CheckFile/records=10M:ns/op < 1", "CheckFile/records=10M:ns/op <= ten"} {
+		if err := writeGoals(io.Discard, results, []string{bad}); err == nil {
+			t.Errorf("-goal %q: no error", bad)
+		}
 	}
 }
