@@ -241,6 +241,9 @@ func TestUnitFor(t *testing.T) {
 		{-1, "units", "unit"},
 		{1, "transport errors", "transport error"},
 		{1, "requests of unknown outcome", "request of unknown outcome"},
+		{1, "shards", "shard"},
+		{1, "shard directories", "shard directory"},
+		{3, "shard directories", "shard directories"},
 	}
 	for _, tc := range tests {
 		if got := UnitFor(tc.v, tc.unit); got != tc.want {

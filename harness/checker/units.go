@@ -8,20 +8,22 @@ import (
 // singulars maps the plural nouns that units and counts start with to their
 // singular: "units" → "unit".
 var singulars = map[string]string{
-	"units":      "unit",
-	"rejections": "rejection",
-	"admissions": "admission",
-	"responses":  "response",
-	"requests":   "request",
-	"records":    "record",
-	"keys":       "key",
-	"faults":     "fault",
-	"results":    "result",
-	"retries":    "retry",
-	"scenarios":  "scenario",
-	"errors":     "error",
-	"instances":  "instance",
-	"checks":     "check",
+	"units":       "unit",
+	"rejections":  "rejection",
+	"admissions":  "admission",
+	"responses":   "response",
+	"requests":    "request",
+	"records":     "record",
+	"keys":        "key",
+	"faults":      "fault",
+	"results":     "result",
+	"retries":     "retry",
+	"scenarios":   "scenario",
+	"errors":      "error",
+	"instances":   "instance",
+	"checks":      "check",
+	"shards":      "shard",
+	"directories": "directory",
 }
 
 // UnitFor is unit as it reads after the number v: when v is exactly 1 or
