@@ -64,6 +64,7 @@ var Findings = map[string][]string{
 	"peer-express":                          {"budget", "boundary-burst-ratio", "false-rejections", "retry-after", "ratelimit-fields"},
 	"peer-flask-limiter-fixed":              {"retry-after", "ratelimit-fields"},
 	"peer-flask-limiter-redis-kill":         {"retry-after", "ratelimit-fields"},
+	"peer-fastify":                          {"retry-after"},
 	"peer-fastify-redis-kill":               {"retry-after", "ratelimit-fields"},
 	"peer-go-limiter":                       {"retry-after", "ratelimit-fields", "header-style"},
 	"peer-flask-limiter-moving":             {"retry-after", "ratelimit-fields"},
