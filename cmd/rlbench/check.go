@@ -41,7 +41,8 @@ tables 'rlbench run' printed, and says whether they agree with
 RUN_DIR/summary.json.
 
 Sharded runs: several SHARD_DIRs, the run directories of the shards of one
-run ('rlbench run --shard I/N --run-id ID'), or one SHARDS_ROOT whose
+run ('rlbench run --shard I/N --run-id ID'; a shard's history,
+SHARD_DIR/NAME/history.jsonl.gz, stands for its SHARD_DIR), or one SHARDS_ROOT whose
 subdirectories they are (as an Indexed Job leaves them on a shared volume),
 are checked as one run. Their histories are merged onto the limiter's clock,
 each request placed by its shard's clock offset and widened by that offset's
@@ -438,11 +439,20 @@ func shardDirsOf(args []string) ([]string, error) {
 	switch {
 	case len(args) > 1:
 		for _, a := range args {
-			if st, err := os.Stat(a); err != nil || !st.IsDir() {
-				return nil, usagef("%s is not a directory: several arguments are the run directories of the shards of one run", a)
+			st, err := os.Stat(a)
+			if err == nil && !st.IsDir() {
+				// A shard's history (SHARD_DIR/NAME/history.jsonl.gz)
+				// stands for the run directory that holds it.
+				if run := filepath.Dir(filepath.Dir(a)); fileExists(filepath.Join(run, reports.RunFile)) {
+					dirs = append(dirs, run)
+					continue
+				}
 			}
+			if err != nil || !st.IsDir() {
+				return nil, usagef("%s is neither a shard's run directory nor a history in one (DIR/NAME/history.jsonl.gz beside DIR/run.json): several arguments are the shards of one run", a)
+			}
+			dirs = append(dirs, a)
 		}
-		dirs = args
 	default:
 		root := args[0]
 		if st, err := os.Stat(root); err != nil || !st.IsDir() {
@@ -640,4 +650,10 @@ func checkMergedOut(out string, dirs []string) error {
 		return usagef("--out %s holds a run (run.json) that is not a merged one: write the merged run elsewhere", out)
 	}
 	return os.MkdirAll(out, 0o755)
+}
+
+// fileExists reports whether path names an existing file or directory.
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

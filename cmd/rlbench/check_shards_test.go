@@ -107,6 +107,14 @@ func TestCheckShards(t *testing.T) {
 			t.Errorf("output lacks a row %s:\n%s", row, out)
 		}
 	}
+	// Each shard's history stands for its run directory.
+	var hists []string
+	for _, d := range dirs {
+		hists = append(hists, filepath.Join(d, "cli", "history.jsonl.gz"))
+	}
+	if code, histOut, _ := runCheck(t, hists...); code != exitOK || histOut != out {
+		t.Errorf("the shards' histories: exit %d, output\n%s\nwant that of the directories:\n%s", code, histOut, out)
+	}
 	// The directory holding the shards' directories, as a Kubernetes job
 	// leaves them on a shared volume, is the same run.
 	if code, rootOut, _ := runCheck(t, root); code != exitOK || rootOut != out {
@@ -189,7 +197,7 @@ func TestCheckShards(t *testing.T) {
 	}{
 		{"missing shard", []string{dirs[0], dirs[2]}, exitInvalid, "scenario cli: shard 1/3 is missing: a run of 3 shards is checked from all 3; give every shard's run directory, or check the shards present with --allow-missing-shards"},
 		{"history flags", []string{"--policy", "gcra:5/1s", dirs[0], dirs[1]}, exitInvalid, "--policy: the shards of a run are checked as they were run"},
-		{"a file among them", []string{dirs[0], filepath.Join(dirs[1], "run.json")}, exitInvalid, "run.json is not a directory"},
+		{"a file among them", []string{dirs[0], filepath.Join(dirs[1], "run.json")}, exitInvalid, "run.json is neither a shard's run directory nor a history in one"},
 		{"out over a shard", []string{"--out", dirs[1], root}, exitInvalid, "is a shard's run directory"},
 		{"out over the shards' root", []string{"--out", root, root}, exitInvalid, "holds the shards' run directories (0): a merged run written there"},
 		{"out over a run", []string{"--out", dirs[1], dirs[0], dirs[2]}, exitInvalid, "holds a run (run.json) that is not a merged one"},
