@@ -33,12 +33,14 @@ deps:
 
 # test runs every package's tests with the race detector, one package at a
 # time: the end-to-end tests time real traffic, and a second package's
-# tests on the same two cores would be noise in their figures. Then each
+# tests on the same two cores would be noise in their figures; the command
+# line's end-to-end tests take minutes on a busy machine, so the timeout per
+# package is 20 minutes rather than go test's 10. Then each
 # fuzz target of the readers, the checker and the parsers runs for
 # TEST_FUZZTIME.
 TEST_FUZZTIME ?= 5s
 test: deps
-	$(GO) test -race -count=1 -p 1 ./...
+	$(GO) test -race -count=1 -p 1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
 
 # fuzz runs each fuzz target of the history readers, the checker and the
