@@ -86,6 +86,15 @@ const (
 	// accepts it so that it can be claimed for such a limiter (rlbench run
 	// --claim); the reference limiter's stores refuse it (CheckRequest).
 	StartFirst WindowStart = "first"
+	// StartFirstGrid: a key's windows lie on a grid of Period anchored at
+	// its first request, and keep their places whether or not requests
+	// come (sethvargo/go-limiter's memorystore refills the key's bucket at
+	// each tick (now − first request) / Period). Written
+	// "start=first-grid": the windows start at the first request, then
+	// every Period after it. Limit.Idle says when such a limiter forgets a
+	// key. Like StartFirst it is claimed for another limiter, never
+	// enforced by the reference's stores.
+	StartFirstGrid WindowStart = "first-grid"
 )
 
 // Algorithms lists every algorithm, in the order documentation shows them.
@@ -127,7 +136,11 @@ const (
 // the whole number of units admitted per window and Period is the window; Burst
 // must be zero or equal to Rate.
 //
-// Start, for a fixed window only, says where its windows begin.
+// Start, for a fixed window only, says where its windows begin. Idle, for
+// windows on the grid from the first request only, is how long a key may
+// go unused, from the start of the window of its last request, before the
+// limiter may forget it and anchor a new grid at its next request
+// (go-limiter's SweepMinTTL); 0 means the limiter never forgets a key.
 //
 // Name identifies the policy in storage keys and in the RateLimit-Policy
 // header; when empty, ID derives one from the parameters. Limit is a
@@ -139,6 +152,7 @@ type Limit struct {
 	Period    time.Duration
 	Burst     int64
 	Start     WindowStart
+	Idle      time.Duration
 }
 
 // PerSecond returns a token bucket of rate units per second and the given burst.
@@ -202,10 +216,16 @@ func (l Limit) Validate() error {
 		return bad("name", "%q may not contain braces, colons or spaces", l.Name)
 	}
 	switch {
-	case l.Start != StartAligned && l.Start != StartFirst:
-		return bad("start", "unknown %q; use first, or leave it out for windows aligned on the clock", string(l.Start))
-	case l.Start == StartFirst && l.Algorithm != FixedWindow:
-		return bad("start", "start=first applies to fixed_window only, not %s", l.Algorithm)
+	case l.Start != StartAligned && l.Start != StartFirst && l.Start != StartFirstGrid:
+		return bad("start", "unknown %q; use first, first-grid, or leave it out for windows aligned on the clock", string(l.Start))
+	case l.Start != StartAligned && l.Algorithm != FixedWindow:
+		return bad("start", "start=%s applies to fixed_window only, not %s", l.Start, l.Algorithm)
+	case l.Idle != 0 && l.Start != StartFirstGrid:
+		return bad("idle", "applies to start=first-grid only (a grid that a forgotten key re-anchors); remove idle=%v", l.Idle)
+	case l.Idle < 0:
+		return bad("idle", "%v is negative; give the idle time after which the limiter may forget a key, or leave it out for never", l.Idle)
+	case l.Idle != 0 && l.Idle/2 < l.Period:
+		return bad("idle", "%v is shorter than two periods (%v); a limiter forgetting a key so soon is not a fixed window: raise idle to at least %v", l.Idle, l.Period, 2*l.Period)
 	}
 	if l.Period < MinPeriod {
 		return bad("period", "%v is shorter than the minimum %v", l.Period, MinPeriod)
@@ -262,6 +282,9 @@ func (l Limit) ID() string {
 	if l.Start == StartFirst {
 		return fmt.Sprintf("%s-%sper%s-first", shortAlgorithm[l.Algorithm], rate, compactDuration(l.Period))
 	}
+	if l.Start == StartFirstGrid {
+		return fmt.Sprintf("%s-%sper%s-firstgrid", shortAlgorithm[l.Algorithm], rate, compactDuration(l.Period))
+	}
 	if l.Algorithm.IsWindow() {
 		return fmt.Sprintf("%s-%sper%s", shortAlgorithm[l.Algorithm], rate, compactDuration(l.Period))
 	}
@@ -290,10 +313,15 @@ var shortAlgorithm = map[Algorithm]string{
 // String formats l for people: "10 req/s (burst 20)" for a token bucket,
 // "10 req/s (burst 20, gcra)" for the other buckets,
 // "100 req/1m (fixed window)" for windows and "10 req/5s (fixed window from
-// first request)" for windows from each key's first request.
+// first request)" for windows from each key's first request and "10 req/5s
+// (fixed window on a grid from first request)" for windows on the grid it
+// anchors.
 func (l Limit) String() string {
 	rate := strconv.FormatFloat(l.Rate, 'g', -1, 64)
 	per := periodString(l.Period)
+	if l.Start == StartFirstGrid {
+		return fmt.Sprintf("%s req/%s (%s on a grid from first request)", rate, per, strings.ReplaceAll(string(l.Algorithm), "_", " "))
+	}
 	if l.Start == StartFirst {
 		return fmt.Sprintf("%s req/%s (%s from first request)", rate, per, strings.ReplaceAll(string(l.Algorithm), "_", " "))
 	}
@@ -337,6 +365,9 @@ func (l Limit) Spec() string {
 	if l.Start != StartAligned {
 		spec += ",start=" + string(l.Start)
 	}
+	if l.Idle != 0 {
+		spec += ",idle=" + compactDuration(l.Idle)
+	}
 	if l.Name != "" {
 		spec += ",name=" + l.Name
 	}
@@ -344,11 +375,13 @@ func (l Limit) Spec() string {
 }
 
 // ParseLimit parses the compact form used on command lines and in scenario
-// files: "ALGORITHM:RATE/PERIOD[,burst=N][,start=first][,name=NAME]", for
-// example "token_bucket:10/1s,burst=20", "gcra:600/1m,burst=100",
-// "fixed_window:100/1m" or "fixed_window:10/5s,start=first" (windows from
+// files: "ALGORITHM:RATE/PERIOD[,burst=N][,start=first|first-grid][,idle=DUR][,name=NAME]",
+// for example "token_bucket:10/1s,burst=20", "gcra:600/1m,burst=100",
+// "fixed_window:100/1m", "fixed_window:10/5s,start=first" (windows from
 // each key's first request, which only other limiters enforce; start=aligned
-// is the default). The algorithm may be omitted (token bucket). The result
+// is the default) or "fixed_window:10/5s,start=first-grid,idle=12h" (windows
+// on the grid the key's first request anchors, the key forgotten after 12 h
+// unused). The algorithm may be omitted (token bucket). The result
 // is validated.
 func ParseLimit(s string) (Limit, error) {
 	var l Limit
@@ -384,13 +417,19 @@ func ParseLimit(s string) (Limit, error) {
 			switch val {
 			case "first":
 				l.Start = StartFirst
+			case "first-grid":
+				l.Start = StartFirstGrid
 			case "aligned":
 				l.Start = StartAligned
 			default:
-				return Limit{}, fmt.Errorf("%w: start %q in %q: use first (windows from each key's first request) or aligned", ErrInvalidLimit, val, s)
+				return Limit{}, fmt.Errorf("%w: start %q in %q: use first (windows from each key's first request), first-grid (windows on the grid it anchors) or aligned", ErrInvalidLimit, val, s)
+			}
+		case "idle":
+			if l.Idle, err = time.ParseDuration(val); err != nil || l.Idle <= 0 {
+				return Limit{}, fmt.Errorf("%w: idle %q in %q: want a positive duration such as 12h, after which the limiter may forget an unused key", ErrInvalidLimit, val, s)
 			}
 		default:
-			return Limit{}, fmt.Errorf("%w: unknown option %q in %q; valid options are burst, start and name", ErrInvalidLimit, key, s)
+			return Limit{}, fmt.Errorf("%w: unknown option %q in %q; valid options are burst, start, idle and name", ErrInvalidLimit, key, s)
 		}
 	}
 	// Defaults only from values that fit; Validate reports the others.

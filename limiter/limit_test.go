@@ -242,3 +242,34 @@ func TestStartFirstIsClaimedNotEnforced(t *testing.T) {
 		t.Errorf("ParseLimit of a bucket from its first request: %v, want ErrInvalidLimit", err)
 	}
 }
+
+// Windows on the grid of each key's first request, and the idle time after
+// which such a limiter forgets a key, are claimed for another limiter too:
+// Spec and String carry them, the stores refuse them, and idle= applies to
+// that form only, at two periods at least.
+func TestStartFirstGridIsClaimedNotEnforced(t *testing.T) {
+	l, err := limiter.ParseLimit("fixed_window:10/5s,start=first-grid,idle=12h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := l.Spec(), "fixed_window:10/5s,burst=10,start=first-grid,idle=12h"; got != want {
+		t.Errorf("Spec() = %q, want %q", got, want)
+	}
+	if got, want := l.String(), "10 req/5s (fixed window on a grid from first request)"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	if err := limiter.CheckRequest(1, []limiter.Limit{l}); !errors.Is(err, limiter.ErrInvalidLimit) || !strings.Contains(err.Error(), "start=first-grid") {
+		t.Errorf("CheckRequest = %v, want ErrInvalidLimit naming start=first-grid", err)
+	}
+	for _, tt := range []struct{ spec, want string }{
+		{"fixed_window:10/5s,start=first,idle=12h", "idle: applies to start=first-grid only"},
+		{"fixed_window:10/5s,start=first-grid,idle=9s", "raise idle to at least 10s"},
+		{"fixed_window:10/5s,start=first-grid,idle=12", "want a positive duration such as 12h"},
+		{"gcra:10/5s,start=first-grid", "start=first-grid applies to fixed_window only"},
+		{"fixed_window:10/5s,start=grid", "first-grid (windows on the grid it anchors)"},
+	} {
+		if _, err := limiter.ParseLimit(tt.spec); !errors.Is(err, limiter.ErrInvalidLimit) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("ParseLimit(%q) = %v, want ErrInvalidLimit saying %q", tt.spec, err, tt.want)
+		}
+	}
+}

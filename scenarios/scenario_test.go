@@ -436,26 +436,29 @@ traffic:
 func TestStartFirstOnlyWhereEnforced(t *testing.T) {
 	for _, tt := range []struct {
 		name, target string
+		start        limiter.WindowStart
 		ok           bool
 	}{
-		{"sample API", "instances: 2", false},
-		{"peer", "peer: express\n  instances: 2", true},
-		{"external", "external: [http://127.0.0.1:8080]", true},
+		{"sample API", "instances: 2", limiter.StartFirst, false},
+		{"peer", "peer: express\n  instances: 2", limiter.StartFirst, true},
+		{"external", "external: [http://127.0.0.1:8080]", limiter.StartFirst, true},
+		{"grid on the sample API", "instances: 2", limiter.StartFirstGrid, false},
+		{"grid on a peer", "peer: go_limiter\n  instances: 1", limiter.StartFirstGrid, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src := "name: x\ndescription: first\ntarget:\n  " + tt.target +
-				"\n  routes:\n    - path: /a\n      policies: [\"fixed_window:10/5s,start=first\"]\ntraffic:\n  - {kind: burst, requests: 5}\n"
+				"\n  routes:\n    - path: /a\n      policies: [\"fixed_window:10/5s,start=" + string(tt.start) + "\"]\ntraffic:\n  - {kind: burst, requests: 5}\n"
 			s, err := Parse("x.yaml", []byte(src))
 			if got := err == nil; got != tt.ok {
 				t.Fatalf("Parse: error %v, want accepted %v", err, tt.ok)
 			}
 			if tt.ok {
-				if got := s.Target.Routes[0].Policies[0].Start; got != limiter.StartFirst {
-					t.Errorf("Start = %q, want %q", got, limiter.StartFirst)
+				if got := s.Target.Routes[0].Policies[0].Start; got != tt.start {
+					t.Errorf("Start = %q, want %q", got, tt.start)
 				}
 				return
 			}
-			if want := "target.routes[0].policies[0]: start=first"; !strings.Contains(err.Error(), want) {
+			if want := "target.routes[0].policies[0]: start=" + string(tt.start); !strings.Contains(err.Error(), want) {
 				t.Errorf("error %q lacks %q", err, want)
 			}
 		})

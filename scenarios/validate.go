@@ -292,8 +292,8 @@ func (v *validator) target(r *rawTarget) Target {
 			if rt.Cost > l.Capacity() {
 				v.fail(field+".cost", "%d is above the capacity %d of policy %s; no request could ever be admitted", rt.Cost, l.Capacity(), l)
 			}
-			if l.Start == limiter.StartFirst && r.Peer == "" && len(r.External) == 0 {
-				v.fail(fmt.Sprintf("%s.policies[%d]", field, j), "start=first: the sample API (target.instances) enforces aligned windows only and refuses windows from each key's first request at request time; claim it for a peer or an external target, or use an aligned fixed_window")
+			if l.Start != limiter.StartAligned && r.Peer == "" && len(r.External) == 0 {
+				v.fail(fmt.Sprintf("%s.policies[%d]", field, j), "start=%s: the sample API (target.instances) enforces aligned windows only and refuses windows from each key's first request at request time; claim it for a peer or an external target, or use an aligned fixed_window", l.Start)
 			}
 			rt.Policies = append(rt.Policies, l)
 		}
