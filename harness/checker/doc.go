@@ -43,6 +43,10 @@
 //	fixed window, start=first     at most L among the requests surely in one    rate-limit-redis, ulule/limiter,       none; anchors from a fresh key
 //	(firstwindow.go)              window under every anchoring the history      rate-limiter-flexible (INCR, then
 //	                              allows                                        EXPIRE on the first request)
+//	fixed window,                 at most L among the requests surely in one    sethvargo/go-limiter v0.7.1            none; anchors from a fresh key;
+//	start=first-grid              window of the grid every anchor the history   memorystore (startTime at the first    with idle=, each idle gap that
+//	(gridwindow.go)               allows places: [a + m·W, a + (m+1)·W) for a   request, refilled at each tick         may re-anchor it adds a grid
+//	                              in the first request's [s, e]                 (now − startTime) / Interval)
 //	sliding window counter        an admission of cost c needs                  Cloudflare, "How we built rate         the weight rounded down
 //	(slidingcounter.go)           floor(prev·(W−e)/W) + cur + c <= L at some    limiting capable of scaling to         (Upstash, RussellLuo/
 //	                              time it may have been decided, counting the   millions of domains" (2017);           slidingwindow): one unit
@@ -115,7 +119,11 @@
 // and the sliding window counter's windows need the clock offset; without
 // it they are held to 2L per window length only. Windows from the first
 // request lose their anchors where traffic never pauses long enough to pin
-// one, and follow no anchor across a fault. The RateLimit reset's lower
+// one, and follow no anchor across a fault. Windows on the grid of the
+// first request place every window by the first request's [s, e] alone,
+// but a key that may be forgotten (idle=) keeps each possible grid, and a
+// window is certain only where all of them agree (at most eight grids a
+// key). The RateLimit reset's lower
 // bound is checked only for rules of one limit, whose reset the response
 // reports.
 //
@@ -139,7 +147,8 @@
 // may have been due, its wait and the remaining budget have no bound on
 // that side. Windows from the first request follow their anchors only from
 // that time, and before it hold a key to 2L in any interval shorter than a
-// window.
+// window; windows on the grid of the first request, whose phase such a key
+// never reveals, hold it to 2L throughout.
 //
 // Faults: a drill's history is checked with its fault windows and declared
 // failure mode (runrecord.Drill, Policy.Faults). Within a fault no request
@@ -259,7 +268,8 @@
 // checker parses itself (ParseLimit, PolicyFromHeader) from the policy
 // syntax scenario files, the history's header and the command line use:
 // "gcra:20/1s,burst=10", "fixed_window:12/30d,name=month",
-// "fixed_window:10/5s,start=first". A test holds ParseLimit and the
+// "fixed_window:10/5s,start=first",
+// "fixed_window:10/5s,start=first-grid,idle=12h". A test holds ParseLimit and the
 // limiter's parser to one meaning on every policy of the shipped scenarios
 // and on the syntax's edge cases, including what both reject. A drill's
 // fallback share is derived here too, from the declared number of instances
@@ -279,6 +289,8 @@
 //     known clock offset;
 //   - firstWindowModel (firstwindow.go): fixed windows from each key's
 //     first request;
+//   - gridWindowModel (gridwindow.go): fixed windows on the grid of each
+//     key's first request;
 //   - slidingCounterModel (slidingcounter.go): the sliding window counter's
 //     weighted estimate over aligned windows;
 //   - unalignedWindowModel (unaligned.go): either aligned model when no

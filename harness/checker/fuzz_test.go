@@ -62,6 +62,9 @@ func fuzzHistory(t *testing.T, data []byte) (Policy, []byte, bool) {
 		lim.Burst = int64(lim.Rate)
 		if alg == FixedWindow && in.pick(2) == 1 {
 			lim.Start = StartFirst
+			if in.pick(2) == 1 {
+				lim.Start, lim.Idle = StartFirstGrid, time.Duration(in.pick(2))*3*lim.Period
+			}
 		}
 	} else {
 		lim.Burst = int64(1 + in.pick(12))

@@ -56,6 +56,14 @@ const (
 	// (INCR then EXPIRE: rate-limit-redis, ulule/limiter,
 	// rate-limiter-flexible). Written "start=first".
 	StartFirst WindowStart = "first"
+	// StartFirstGrid: a key's windows lie on a grid of Period anchored at
+	// its first request, and keep their places whether or not requests
+	// come: the first starts at the first request, the m-th m Periods
+	// after it (sethvargo/go-limiter v0.7.1 memorystore, which refills the
+	// key's bucket to its limit at each tick (now − first request) /
+	// Period). Written "start=first-grid"; Limit.Idle says when the
+	// limiter may forget the key and anchor a new grid.
+	StartFirstGrid WindowStart = "first-grid"
 )
 
 // algorithms lists the algorithms the policy syntax knows, in the order
@@ -86,7 +94,11 @@ const (
 // are admitted per Period on average and Burst units at once; Rate may be
 // fractional. For the window algorithms Rate is the whole number of units
 // admitted per window and Period is the window; Burst is zero or equal to
-// Rate; a fixed window's Start says where its windows begin. Name, when
+// Rate; a fixed window's Start says where its windows begin, and Idle, for
+// windows on the grid from the first request, how long a key may go unused
+// (from the start of the window of its last request) before the limiter may
+// forget it, its next request anchoring a new grid (go-limiter's
+// SweepMinTTL; 0: never). Name, when
 // set, is the policy's name (in the RateLimit-Policy header, say); it makes
 // two limits of equal parameters distinct budgets.
 //
@@ -99,6 +111,7 @@ type Limit struct {
 	Period    time.Duration
 	Burst     int64
 	Start     WindowStart
+	Idle      time.Duration
 }
 
 // Capacity is the most units the limit admits at once: Burst for a bucket,
@@ -116,14 +129,18 @@ func (l Limit) periodMicros() int64 { return int64(l.Period / time.Microsecond) 
 
 // String formats l for people, as results name their scope: "10 req/s
 // (burst 20)" for a token bucket, "10 req/s (burst 20, gcra)" for the other
-// buckets, "100 req/1m (fixed window)" for windows and "10 req/5s (fixed
-// window from first request)" for windows from each key's first request.
+// buckets, "100 req/1m (fixed window)" for windows, "10 req/5s (fixed
+// window from first request)" for windows from each key's first request and
+// "10 req/5s (fixed window on a grid from first request)" for windows on the
+// grid it anchors.
 // The name is not shown.
 func (l Limit) String() string {
 	rate := strconv.FormatFloat(l.Rate, 'g', -1, 64)
 	per := perString(l.Period)
 	alg := strings.ReplaceAll(string(l.Algorithm), "_", " ")
 	switch {
+	case l.Start == StartFirstGrid:
+		return fmt.Sprintf("%s req/%s (%s on a grid from first request)", rate, per, alg)
 	case l.Start == StartFirst:
 		return fmt.Sprintf("%s req/%s (%s from first request)", rate, per, alg)
 	case l.Algorithm.window():
@@ -168,10 +185,16 @@ func (l Limit) Validate() error {
 		return bad("algorithm", "unknown %q; use one of %s", string(l.Algorithm), algorithmNames())
 	case strings.ContainsAny(l.Name, "{}: \t\r\n"):
 		return bad("name", "%q may not contain braces, colons or spaces", l.Name)
-	case l.Start != StartAligned && l.Start != StartFirst:
-		return bad("start", "unknown %q; use first, or leave it out for windows aligned on the clock", string(l.Start))
-	case l.Start == StartFirst && l.Algorithm != FixedWindow:
-		return bad("start", "start=first applies to fixed_window only, not %s", l.Algorithm)
+	case l.Start != StartAligned && l.Start != StartFirst && l.Start != StartFirstGrid:
+		return bad("start", "unknown %q; use first, first-grid, or leave it out for windows aligned on the clock", string(l.Start))
+	case l.Start != StartAligned && l.Algorithm != FixedWindow:
+		return bad("start", "start=%s applies to fixed_window only, not %s", l.Start, l.Algorithm)
+	case l.Idle != 0 && l.Start != StartFirstGrid:
+		return bad("idle", "applies to start=first-grid only (a grid that a forgotten key re-anchors); remove idle=%v", l.Idle)
+	case l.Idle < 0:
+		return bad("idle", "%v is negative; give the idle time after which the limiter may forget a key, or leave it out for never", l.Idle)
+	case l.Idle != 0 && l.Idle/2 < l.Period:
+		return bad("idle", "%v is shorter than two periods (%v); a limiter forgetting a key so soon is not a fixed window: raise idle to at least %v", l.Idle, l.Period, 2*l.Period)
 	case l.Period < minPeriod:
 		return bad("period", "%v is shorter than the minimum %v", l.Period, minPeriod)
 	case math.IsNaN(l.Rate) || math.IsInf(l.Rate, 0) || l.Rate <= 0:
@@ -222,10 +245,12 @@ func algorithmNames() string {
 }
 
 // ParseLimit parses a limit in the policy syntax
-// "[ALGORITHM:]RATE/PERIOD[,burst=N][,start=first][,name=NAME]":
+// "[ALGORITHM:]RATE/PERIOD[,burst=N][,start=first|first-grid][,idle=DUR][,name=NAME]":
 // "gcra:20/1s,burst=10", "token_bucket:10/1s,burst=20",
 // "fixed_window:100/1m", "fixed_window:10/5s,start=first" (windows from
 // each key's first request; start=aligned is the default),
+// "fixed_window:10/5s,start=first-grid,idle=12h" (windows on the grid the
+// key's first request anchors, a key unused for 12 h forgotten),
 // "sliding_window_log:12/30d,name=month". Without an algorithm the limit is
 // a token bucket. PERIOD is a Go duration (500ms, 1m, 1h30m), a number of
 // days (30d, 1.5d), or a unit alone (s, m or min, h, d) meaning one of it.
@@ -250,7 +275,7 @@ func ParseLimit(s string) (Limit, error) {
 	if l.Period, err = parsePeriod(strings.TrimSpace(period)); err != nil {
 		return Limit{}, fmt.Errorf("%w: period %q in %q: want a duration such as 1s, 1m, 24h or 30d (%v)", ErrInvalidPolicy, period, s, err)
 	}
-	var hasBurst, hasName, hasStart bool
+	var hasBurst, hasName, hasStart, hasIdle bool
 	for _, opt := range parts[1:] {
 		key, val, _ := strings.Cut(strings.TrimSpace(opt), "=")
 		switch {
@@ -259,10 +284,17 @@ func ParseLimit(s string) (Limit, error) {
 			switch val {
 			case "first":
 				l.Start = StartFirst
+			case "first-grid":
+				l.Start = StartFirstGrid
 			case "aligned":
 				l.Start = StartAligned
 			default:
-				return Limit{}, fmt.Errorf("%w: start %q in %q: use first (windows from each key's first request) or aligned", ErrInvalidPolicy, val, s)
+				return Limit{}, fmt.Errorf("%w: start %q in %q: use first (windows from each key's first request), first-grid (windows on the grid it anchors) or aligned", ErrInvalidPolicy, val, s)
+			}
+		case key == "idle" && !hasIdle:
+			hasIdle = true
+			if l.Idle, err = time.ParseDuration(val); err != nil || l.Idle <= 0 {
+				return Limit{}, fmt.Errorf("%w: idle %q in %q: want a positive duration such as 12h, after which the limiter may forget an unused key", ErrInvalidPolicy, val, s)
 			}
 		case key == "burst" && !hasBurst:
 			hasBurst = true
@@ -274,10 +306,10 @@ func ParseLimit(s string) (Limit, error) {
 			}
 		case key == "name" && !hasName:
 			hasName, l.Name = true, val
-		case key == "burst" || key == "name" || key == "start":
+		case key == "burst" || key == "name" || key == "start" || key == "idle":
 			return Limit{}, fmt.Errorf("%w: option %q is given twice in %q", ErrInvalidPolicy, key, s)
 		default:
-			return Limit{}, fmt.Errorf("%w: unknown option %q in %q; valid options are burst, start and name", ErrInvalidPolicy, key, s)
+			return Limit{}, fmt.Errorf("%w: unknown option %q in %q; valid options are burst, start, idle and name", ErrInvalidPolicy, key, s)
 		}
 	}
 	// The default burst, only from a rate that can be one; Validate reports

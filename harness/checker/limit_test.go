@@ -34,7 +34,7 @@ func sameMeaning(t *testing.T, spec string) (accepted bool) {
 		}
 		return false
 	}
-	want := Limit{Name: ref.Name, Algorithm: Algorithm(ref.Algorithm), Rate: ref.Rate, Period: ref.Period, Burst: ref.Burst, Start: WindowStart(ref.Start)}
+	want := Limit{Name: ref.Name, Algorithm: Algorithm(ref.Algorithm), Rate: ref.Rate, Period: ref.Period, Burst: ref.Burst, Start: WindowStart(ref.Start), Idle: ref.Idle}
 	if got != want {
 		t.Fatalf("ParseLimit(%q) = %+v, the limiter reads %+v", spec, got, want)
 	}
@@ -170,6 +170,19 @@ var parseCases = []struct {
 	{"sliding_window_counter:10/5s,start=first", nil},
 	{"sliding_window_log:10/5s,start=first", nil},
 	{"gcra:10/5s,start=first", nil},
+	// Windows on the grid from the first request, and when it is forgotten.
+	{"fixed_window:10/5s,start=first-grid", &Limit{Algorithm: FixedWindow, Rate: 10, Period: 5 * time.Second, Burst: 10, Start: StartFirstGrid}},
+	{"fixed_window:10/5s,start=first-grid,idle=12h", &Limit{Algorithm: FixedWindow, Rate: 10, Period: 5 * time.Second, Burst: 10, Start: StartFirstGrid, Idle: 12 * time.Hour}},
+	{"fixed_window:10/5s,idle=10s,start=first-grid,name=api", &Limit{Name: "api", Algorithm: FixedWindow, Rate: 10, Period: 5 * time.Second, Burst: 10, Start: StartFirstGrid, Idle: 10 * time.Second}},
+	{"fixed_window:10/5s,start=first-grid,idle=9s", nil},
+	{"fixed_window:10/5s,start=first-grid,idle=0s", nil},
+	{"fixed_window:10/5s,start=first-grid,idle=-1h", nil},
+	{"fixed_window:10/5s,start=first-grid,idle=12", nil},
+	{"fixed_window:10/5s,start=first-grid,idle=1h,idle=2h", nil},
+	{"fixed_window:10/5s,start=first,idle=12h", nil},
+	{"fixed_window:10/5s,idle=12h", nil},
+	{"sliding_window_log:10/5s,start=first-grid", nil},
+	{"gcra:10/5s,start=first-grid", nil},
 	// Space.
 	{"  gcra : 10 / 1s , burst=5 ", &Limit{Algorithm: GCRA, Rate: 10, Period: time.Second, Burst: 5}},
 	{"gcra:10/1s,burst= 5", nil},

@@ -29,6 +29,9 @@ func mixedHistory(seed uint64) (history.Header, []history.Record, Policy) {
 			l.Burst = int64(l.Rate)
 			if alg == FixedWindow && pick(3) == 0 {
 				l.Start = StartFirst
+				if pick(2) == 0 {
+					l.Start, l.Idle = StartFirstGrid, time.Duration(pick(2))*3*l.Period
+				}
 			}
 		} else {
 			l.Burst = int64(1 + pick(8))

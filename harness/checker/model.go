@@ -64,8 +64,11 @@ func modelFor(l Limit, aligned bool) model {
 	case SlidingWindowLog:
 		return &slidingLogModel{w}
 	case FixedWindow:
-		if l.Start == StartFirst {
+		switch l.Start {
+		case StartFirst:
 			return &firstWindowModel{w}
+		case StartFirstGrid:
+			return &gridWindowModel{windowBase: w, idle: int64(l.Idle)}
 		}
 		if !aligned {
 			return &unalignedWindowModel{windowBase: w}
