@@ -47,9 +47,9 @@ func windowHistory(grid bool, sends []float64) *hist {
 // peerGoLimiterSends is the traffic of scenarios/peers/peer-go-limiter.yaml,
 // ms from the first request: one request opens the key's window; twelve
 // just before its fifth second and twelve just after; after 5 s idle, 4
-// per second for 10 s; after 2 s idle, two requests in the middle of a
-// grid window, twelve 4.8 s after them (past the grid's next tick) and
-// twelve 5.2 s after them.
+// per second for 10 s; after 2 s idle, two requests 100 ms apart in the
+// middle of a grid window, twelve 4.8 s after the first of them (past the
+// grid's next tick) and twelve 5.2 s after it.
 func peerGoLimiterSends() []float64 {
 	sends := []float64{0}
 	burst := func(at float64) {
@@ -62,7 +62,7 @@ func peerGoLimiterSends() []float64 {
 	for i := range 40 {
 		sends = append(sends, 10280+250*float64(i))
 	}
-	sends = append(sends, 22280, 22285)
+	sends = append(sends, 22280, 22380)
 	burst(22280 + 4800)
 	burst(22280 + 5200)
 	return sends
@@ -80,7 +80,7 @@ func TestGridWindowsAgainstFirstRequestWindows(t *testing.T) {
 		observed float64
 	}{
 		{"go-limiter claimed on the grid", true, gridSpec, 0},
-		// The window the two at 22.28 s open would last to 27.28 s; the
+		// The window the two at 22.28 s open lasts to 27.28 s; the
 		// grid turned at 25.0002 s and admitted ten at 27.08 s: with the
 		// second of the two, eleven. (In the third window, which opens at
 		// 10.28 s, the grid's admission at 15.03 s is the tenth after its

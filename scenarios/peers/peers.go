@@ -47,11 +47,11 @@ var files embed.FS
 // peer-httprate: it rounds the weighted count to the nearest whole, one
 // request over or a rejection with room; Retry-After is the whole window.
 //
-// peer-go-limiter: Retry-After is an RFC 1123 date in UTC, not an
-// HTTP-date (so the header-style check cannot parse its reset); and its intervals tick on the grid of the key's first
-// request where start=first opens a window at the first request after the
-// last one expired, so a reset just after a tick reads as RateLimit fields
-// with too much room.
+// peer-go-limiter: Retry-After and X-RateLimit-Reset are RFC 1123 dates
+// in UTC, not HTTP-dates, so neither the retry-after check nor the
+// header-style check can read them. (Its windows, on the grid of each
+// key's first request, are claimed as such, start=first-grid: the budget
+// and the RateLimit fields pass.)
 //
 // peer-rate-limiter-flexible-redis-kill: a Redis command slower than the
 // 50 ms command timeout on a busy machine is answered by the insurance
@@ -66,7 +66,7 @@ var Findings = map[string][]string{
 	"peer-flask-limiter-redis-kill":         {"retry-after", "ratelimit-fields"},
 	"peer-fastify":                          {"retry-after"},
 	"peer-fastify-redis-kill":               {"retry-after", "ratelimit-fields"},
-	"peer-go-limiter":                       {"retry-after", "ratelimit-fields", "header-style"},
+	"peer-go-limiter":                       {"retry-after", "header-style"},
 	"peer-flask-limiter-moving":             {"retry-after", "ratelimit-fields"},
 	"peer-haproxy":                          {"false-rejections", "retry-after"},
 	"peer-haproxy-two":                      {"budget", "boundary-burst-ratio", "false-rejections", "retry-after"},
