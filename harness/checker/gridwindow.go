@@ -237,47 +237,59 @@ func (m *gridWindowModel) waitHi(c *limitCheck, _ *request, _ int64, _ []int64) 
 // back to the window's earliest end); an admission's time until its
 // budget is full again is at least that too.
 func (m *gridWindowModel) certain(c *limitCheck, g []int32, withUnknown bool) {
-	reqs, res := c.r.d.reqs, c.r.res
+	reqs, sc, res := c.r.d.reqs, &c.r.sc, c.r.res
 	g = m.cut(c, g)
 	anchors := m.anchors(c, g)
 	if anchors == nil {
 		return
 	}
-	// The windows of g's requests, by index in g; from = MinInt64 for none.
-	wins := make([]gridWindow, len(g))
-	pos := make(map[int32]int, len(g))
+	// ids[k] numbers the window certain for g[k] (-1: none); a window's
+	// requests are consecutive among those with one, in order of sent
+	// time. A and Q hold positions in g: the requests surely charged in
+	// the opposite pass, and the judged ones.
+	ids := resetCounts(&sc.vals, len(g))
+	var wins []gridWindow
+	A, Q := sc.a[:0], sc.b[:0]
 	for k, i := range g {
-		pos[i] = k
-		if w, ok := m.windowOf(c, anchors, k, &reqs[i]); ok {
-			wins[k] = w
-		} else {
-			wins[k] = gridWindow{from: math.MinInt64}
+		q := &reqs[i]
+		ids[k] = -1
+		if w, ok := m.windowOf(c, anchors, k, q); ok {
+			if len(wins) == 0 || wins[len(wins)-1] != w {
+				wins = append(wins, w)
+			}
+			ids[k] = int64(len(wins) - 1)
+		}
+		if surelyCharged(q, !withUnknown) {
+			A = append(A, int32(k))
+		}
+		if judged(q, withUnknown) {
+			Q = append(Q, int32(k))
 		}
 	}
-	A, Q := c.sureAndJudged(g, withUnknown)
-	if len(Q) == 0 {
+	sc.a, sc.b = A, Q
+	if len(Q) == 0 || len(wins) == 0 {
 		return
 	}
-	sortByRecv(reqs, A)
-	slices.SortFunc(Q, func(a, b int32) int { return cmpInt(reqs[a].sent, reqs[b].sent) })
-	counts := make(map[gridWindow]int64)
+	slices.SortFunc(A, func(a, b int32) int { return cmpInt(reqs[g[a]].recv, reqs[g[b]].recv) })
+	counts := resetCounts(&sc.cnt, len(wins))
 	pj := 0
-	for _, i := range Q {
+	for _, k := range Q {
+		i := g[k]
 		q := &reqs[i]
-		for ; pj < len(A) && reqs[A[pj]].recv < q.sent; pj++ {
-			if w := wins[pos[A[pj]]]; w.from != math.MinInt64 {
-				counts[w] = satAdd(counts[w], reqs[A[pj]].cost)
+		for ; pj < len(A) && reqs[g[A[pj]]].recv < q.sent; pj++ {
+			if id := ids[A[pj]]; id >= 0 {
+				counts[id] = satAdd(counts[id], reqs[g[A[pj]]].cost)
 			}
 		}
-		w := wins[pos[i]]
-		if w.from == math.MinInt64 {
+		id := ids[k]
+		if id < 0 {
 			continue
 		}
-		end := w.to - q.recv // the least time from the latest decision to the window's end
+		end := wins[id].to - q.recv // the least time from the latest decision to the window's end
 		if q.outcome == history.Admitted {
-			c.setRemaining(i, m.L-min(satAdd(counts[w], q.cost), m.L+maxCapacity))
+			c.setRemaining(i, m.L-min(satAdd(counts[id], q.cost), m.L+maxCapacity))
 			c.setResetLo(i, end-res)
-		} else if satAdd(counts[w], q.cost) > m.L {
+		} else if satAdd(counts[id], q.cost) > m.L {
 			c.setWaits(i, max(end-res, 0), 0)
 		}
 	}
