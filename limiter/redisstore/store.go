@@ -8,7 +8,9 @@
 // states only when all of them admit it, and sets every written key's TTL in
 // the same step. The script is one .lua file per algorithm under lua/,
 // joined at build time behind a shared prelude and in front of a dispatcher,
-// so a request under limits of several algorithms is still one evaluation.
+// so a request under limits of several algorithms is still one evaluation;
+// a request whose limits share one algorithm runs the script of that
+// algorithm's file alone, which Redis evaluates faster.
 // The algorithms mirror limiter/algorithms.go line for line, in the same
 // integer microseconds, so the Redis store and limiter.MemoryStore take the
 // same decisions.
