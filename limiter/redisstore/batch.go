@@ -51,29 +51,30 @@ type batcher struct {
 	active int // flusher goroutines running
 }
 
-// call is one request waiting in the queue: its keys, its part of ARGV and
-// the hash tag its keys share.
+// call is one request waiting in the queue: its script, its keys, its part
+// of ARGV and the hash tag its keys share.
 type call struct {
-	ctx   context.Context
-	tag   string
-	keys  []string
-	args  []any
-	reply any
-	err   error
-	done  chan struct{} // receives once reply and err are set
-	alone [1]*call      // the batch of this call alone (the fast path)
+	ctx    context.Context
+	script *redis.Script
+	tag    string
+	keys   []string
+	args   []any
+	reply  any
+	err    error
+	done   chan struct{} // receives once reply and err are set
+	alone  [1]*call      // the batch of this call alone (the fast path)
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
 // do sends one request in the next round trip and returns its element of
 // the script's reply, or ctx's error if ctx ends first.
-func (b *batcher) do(ctx context.Context, tag string, keys []string, args []any) (any, error) {
+func (b *batcher) do(ctx context.Context, script *redis.Script, tag string, keys []string, args []any) (any, error) {
 	c, _ := callPool.Get().(*call)
 	if c == nil {
 		c = &call{done: make(chan struct{}, 1)}
 	}
-	c.ctx, c.tag, c.keys, c.args = ctx, tag, keys, args
+	c.ctx, c.script, c.tag, c.keys, c.args = ctx, script, tag, keys, args
 	b.mu.Lock()
 	if len(b.queue) == 0 && b.active < b.flushers && b.inline(ctx) {
 		b.active++
@@ -222,18 +223,19 @@ func (b *batcher) group(calls []*call) [][]*call {
 	return groups
 }
 
-// eval runs one evaluation of the script per group and returns their
-// commands, each carrying its own result or error. One group is one
-// EVALSHA, as an unbatched call sends; several are one pipeline. A NOSCRIPT
-// (Redis restarted, or its script cache was flushed) is answered with
-// EVAL, which runs the script and caches it again for the next batch.
+// eval runs one evaluation per group, of the group's script (see
+// groupScript), and returns their commands, each carrying its own result or
+// error. One group is one EVALSHA, as an unbatched call sends; several are
+// one pipeline. A NOSCRIPT (Redis restarted, or its script cache was
+// flushed) is answered with EVAL, which runs the script and caches it again
+// for the next batch.
 func (b *batcher) eval(ctx context.Context, groups [][]*call) []*redis.Cmd {
 	if len(groups) == 1 {
 		keys, args := b.join(groups[0])
-		return []*redis.Cmd{decideScript.Run(ctx, b.client, keys, args...)}
+		return []*redis.Cmd{groupScript(groups[0]).Run(ctx, b.client, keys, args...)}
 	}
-	cmds := b.pipeline(ctx, groups, func(p redis.Pipeliner, keys []string, args []any) *redis.Cmd {
-		return p.EvalSha(ctx, decideScript.Hash(), keys, args...)
+	cmds := b.pipeline(ctx, groups, func(p redis.Pipeliner, g []*call, keys []string, args []any) *redis.Cmd {
+		return p.EvalSha(ctx, groupScript(g).Hash(), keys, args...)
 	})
 	var retry [][]*call
 	var retryAt []int
@@ -243,8 +245,8 @@ func (b *batcher) eval(ctx context.Context, groups [][]*call) []*redis.Cmd {
 		}
 	}
 	if len(retry) > 0 {
-		again := b.pipeline(ctx, retry, func(p redis.Pipeliner, keys []string, args []any) *redis.Cmd {
-			return decideScript.Eval(ctx, p, keys, args...)
+		again := b.pipeline(ctx, retry, func(p redis.Pipeliner, g []*call, keys []string, args []any) *redis.Cmd {
+			return groupScript(g).Eval(ctx, p, keys, args...)
 		})
 		for j, i := range retryAt {
 			cmds[i] = again[j]
@@ -255,12 +257,12 @@ func (b *batcher) eval(ctx context.Context, groups [][]*call) []*redis.Cmd {
 
 // pipeline queues one evaluation per group and executes them together;
 // every command carries its own result or error.
-func (b *batcher) pipeline(ctx context.Context, groups [][]*call, eval func(p redis.Pipeliner, keys []string, args []any) *redis.Cmd) []*redis.Cmd {
+func (b *batcher) pipeline(ctx context.Context, groups [][]*call, eval func(p redis.Pipeliner, g []*call, keys []string, args []any) *redis.Cmd) []*redis.Cmd {
 	pipe := b.client.Pipeline()
 	cmds := make([]*redis.Cmd, len(groups))
 	for i, g := range groups {
 		keys, args := b.join(g)
-		cmds[i] = eval(pipe, keys, args)
+		cmds[i] = eval(pipe, g, keys, args)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		// Errors are read per command; but a failure before any command
@@ -273,6 +275,18 @@ func (b *batcher) pipeline(ctx context.Context, groups [][]*call, eval func(p re
 		}
 	}
 	return cmds
+}
+
+// groupScript is the script of one evaluation deciding the calls of g: their
+// own when they share one, else decideScript, which defines every algorithm.
+func groupScript(g []*call) *redis.Script {
+	s := g[0].script
+	for _, c := range g[1:] {
+		if c.script != s {
+			return decideScript
+		}
+	}
+	return s
 }
 
 // join is the KEYS and ARGV of one evaluation deciding the calls of g in

@@ -45,8 +45,8 @@ func TestBatchSend(t *testing.T) {
 				key string
 				ctx context.Context
 			}{{"good", ctx}, {"bad", ctx}, {"abandoned", gone}, {"good", ctx}} {
-				keys, args := st.request(req.key, 1, []limiter.Limit{l})
-				calls = append(calls, &call{ctx: req.ctx, tag: st.hashTag(keys[0]), keys: keys, args: args, done: make(chan struct{}, 1)})
+				script, keys, args := st.request(req.key, 1, []limiter.Limit{l})
+				calls = append(calls, &call{ctx: req.ctx, script: script, tag: st.hashTag(keys[0]), keys: keys, args: args, done: make(chan struct{}, 1)})
 			}
 			if got, want := len(st.batch.group(calls)), 3; got != want {
 				t.Fatalf("%d groups of one identity, want %d", got, want)
@@ -165,8 +165,8 @@ func TestSendOwnThenFlush(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	keys, args := st.request("own", 1, []limiter.Limit{l})
-	c := &call{ctx: context.Background(), tag: st.hashTag(keys[0]), keys: keys, args: args, done: make(chan struct{}, 1)}
+	script, keys, args := st.request("own", 1, []limiter.Limit{l})
+	c := &call{ctx: context.Background(), script: script, tag: st.hashTag(keys[0]), keys: keys, args: args, done: make(chan struct{}, 1)}
 	reply, err := st.batch.sendOwn(c)
 	if err != nil {
 		t.Fatal(err)
@@ -197,5 +197,92 @@ func TestSendOwnThenFlush(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("after the flush: %d round trips held, %d queued; want 0 and 0", active, queued)
 		}
+	}
+}
+
+// TestScriptChoice: a request, and an evaluation of several, runs its
+// algorithm's own script when every limit in it has that algorithm, and
+// the script of every algorithm otherwise.
+func TestScriptChoice(t *testing.T) {
+	st := New(redis.NewClient(&redis.Options{}))
+	gcra := limiter.Limit{Algorithm: limiter.GCRA, Rate: 10, Period: time.Second, Burst: 10}
+	leaky := limiter.Limit{Algorithm: limiter.LeakyBucket, Rate: 10, Period: time.Second, Burst: 10}
+	window := limiter.Window(limiter.FixedWindow, 100, time.Hour)
+	tests := []struct {
+		name   string
+		limits [][]limiter.Limit // one request per element
+		want   *redis.Script
+	}{
+		{"one gcra limit", [][]limiter.Limit{{gcra}}, algorithmScripts[limiter.GCRA]},
+		{"two limits of one algorithm", [][]limiter.Limit{{window, limiter.Window(limiter.FixedWindow, 10, time.Minute)}}, algorithmScripts[limiter.FixedWindow]},
+		{"two algorithms in one request", [][]limiter.Limit{{gcra, window}}, decideScript},
+		{"leaky bucket, which is gcra with waits", [][]limiter.Limit{{leaky}}, algorithmScripts[limiter.LeakyBucket]},
+		{"two requests of one algorithm", [][]limiter.Limit{{gcra}, {gcra}}, algorithmScripts[limiter.GCRA]},
+		{"two requests of two algorithms", [][]limiter.Limit{{gcra}, {leaky}}, decideScript},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var g []*call
+			for _, limits := range tt.limits {
+				script, _, _ := st.request("key", 1, limits)
+				g = append(g, &call{script: script})
+			}
+			if got := groupScript(g); got != tt.want {
+				t.Fatalf("script %s, want %s", got.Hash(), tt.want.Hash())
+			}
+		})
+	}
+	if len(algorithmScripts) != len(limiter.Algorithms) {
+		t.Fatalf("%d algorithm scripts for %d algorithms", len(algorithmScripts), len(limiter.Algorithms))
+	}
+}
+
+// TestBatchMixedAlgorithms sends one batch of requests under different
+// algorithms, merged and grouped, to a Redis whose script cache is empty:
+// each request is decided as it is alone, whichever script decides it.
+func TestBatchMixedAlgorithms(t *testing.T) {
+	srv := redistest.StartForTest(t)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true})
+	defer client.Close()
+	ctx := context.Background()
+	gcra := limiter.Limit{Algorithm: limiter.GCRA, Rate: 1, Period: time.Second, Burst: 5}
+	bucket := limiter.Limit{Algorithm: limiter.TokenBucket, Rate: 1, Period: time.Second, Burst: 3}
+	requests := []struct {
+		key           string
+		limits        []limiter.Limit
+		wantRemaining int64
+	}{
+		{"a", []limiter.Limit{gcra}, 4},
+		{"b", []limiter.Limit{bucket}, 2},
+		{"a", []limiter.Limit{gcra}, 3},
+		{"c", []limiter.Limit{gcra, bucket}, 2},
+		{"b", []limiter.Limit{bucket}, 1},
+	}
+	for _, merge := range []bool{true, false} {
+		name := map[bool]string{true: "merged", false: "grouped"}[merge]
+		t.Run(name, func(t *testing.T) {
+			clock := limitertest.NewClock(limitertest.T0)
+			st := New(client, WithTestClock(clock.Now), WithPrefix("mixed-"+name+":"))
+			st.batch.merge = merge
+			var calls []*call
+			for _, req := range requests {
+				script, keys, args := st.request(req.key, 1, req.limits)
+				calls = append(calls, &call{ctx: ctx, script: script, tag: st.hashTag(keys[0]), keys: keys, args: args, done: make(chan struct{}, 1)})
+			}
+			if err := client.ScriptFlush(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			st.batch.send(calls)
+			for i, req := range requests {
+				<-calls[i].done
+				if calls[i].err != nil {
+					t.Fatalf("request %d: %v", i, calls[i].err)
+				}
+				d, err := parseReply(calls[i].reply, req.limits)
+				if err != nil || !d.Allowed || d.Remaining != req.wantRemaining {
+					t.Fatalf("request %d (%s) = %+v, %v; want admitted with remaining %d", i, req.key, d, err, req.wantRemaining)
+				}
+			}
+		})
 	}
 }

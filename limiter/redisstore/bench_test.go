@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -111,7 +113,10 @@ func BenchmarkRedis(b *testing.B) {
 // against go-redis/redis_rate v10 on one redis-server, 64 concurrent
 // callers over 10,000 keys, in alternating rounds of 10,000 decisions
 // each, so that a shared, noisy machine slows both alike; it reports both
-// rates and their ratio ("x").
+// rates and their ratio ("x"), and the CPU time redis-server spent per
+// decision for each (INFO cpu, user and system, in µs): a single-threaded
+// server is what bounds both rates, and its CPU per decision varies far
+// less than a rate does when other work shares the machine.
 //
 //	go test -run '^$' -bench BenchmarkVersusRedisRate -benchtime 100000x ./limiter/redisstore/
 func BenchmarkVersusRedisRate(b *testing.B) {
@@ -134,19 +139,46 @@ func BenchmarkVersusRedisRate(b *testing.B) {
 			b.Run(m.name+"/"+string(alg), func(b *testing.B) {
 				b.ReportAllocs()
 				const round = 10_000
-				var anchorTime, storeTime time.Duration
+				var anchorTime, storeTime, anchorCPU, storeCPU time.Duration
 				for done := 0; done < b.N; done += round {
 					n := min(round, b.N-done)
+					cpu0 := redisCPU(b, client)
 					anchorTime += rounds(b, n, anchor)
+					cpu1 := redisCPU(b, client)
 					storeTime += rounds(b, n, store)
+					anchorCPU, storeCPU = anchorCPU+cpu1-cpu0, storeCPU+redisCPU(b, client)-cpu1
 				}
 				anchorRate, storeRate := float64(b.N)/anchorTime.Seconds(), float64(b.N)/storeTime.Seconds()
 				b.ReportMetric(anchorRate, "redis_rate-decisions/s")
 				b.ReportMetric(storeRate, "store-decisions/s")
 				b.ReportMetric(storeRate/anchorRate, "x")
+				b.ReportMetric(float64(anchorCPU.Microseconds())/float64(b.N), "redis_rate-redis-cpu-us/decision")
+				b.ReportMetric(float64(storeCPU.Microseconds())/float64(b.N), "store-redis-cpu-us/decision")
 			})
 		}
 	}
+}
+
+// redisCPU is the CPU time redis-server behind client has used so far, user
+// and system, from INFO cpu (microsecond resolution).
+func redisCPU(b *testing.B, client *redis.Client) time.Duration {
+	info, err := client.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total time.Duration
+	for _, line := range strings.Split(info, "\n") {
+		name, value, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if name != "used_cpu_user" && name != "used_cpu_sys" {
+			continue
+		}
+		seconds, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			b.Fatalf("INFO cpu %s: %v", name, err)
+		}
+		total += time.Duration(seconds * float64(time.Second))
+	}
+	return total
 }
 
 // rounds runs n calls of op from benchCallers goroutines over the 10,000

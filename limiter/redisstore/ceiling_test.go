@@ -18,7 +18,7 @@ import (
 
 // BenchmarkRedisCeiling measures what the redis-server itself can decide:
 // redis-benchmark (Debian redis-tools) sends EVALSHA of the store's own
-// script, pipelined 64 deep on 2 connections, each evaluation deciding
+// GCRA script, pipelined 64 deep on 2 connections, each evaluation deciding
 // batch gcra requests over 10,000 random keys, as the store sends them. It
 // reports decisions/s (requests/s × batch): with a batch of 1, the most
 // one-decision evaluations a server takes, which the batched store may
@@ -36,16 +36,17 @@ func BenchmarkRedisCeiling(b *testing.B) {
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true})
 	defer client.Close()
 	ctx := context.Background()
-	if err := decideScript.Load(ctx, client).Err(); err != nil {
+	l := limiter.Limit{Algorithm: limiter.GCRA, Rate: 1000, Period: time.Second, Burst: 1000}
+	script := scriptOf(l.Algorithm)
+	if err := script.Load(ctx, client).Err(); err != nil {
 		b.Fatal(err)
 	}
 	host, port, _ := strings.Cut(srv.Addr(), ":")
-	l := limiter.Limit{Algorithm: limiter.GCRA, Rate: 1000, Period: time.Second, Burst: 1000}
 	spec := fmt.Sprintf("%s %d %d", l.Algorithm, l.IntervalMicros(), l.Capacity())
 	for _, batch := range []int{1, DefaultMaxBatch} {
 		b.Run(fmt.Sprintf("evalsha-batch=%d", batch), func(b *testing.B) {
 			args := []string{"-h", host, "-p", port, "-c", "2", "-P", "64", "-r", "10000", "--csv",
-				"-n", strconv.Itoa(max(b.N/batch, 100)), "evalsha", decideScript.Hash(), strconv.Itoa(batch)}
+				"-n", strconv.Itoa(max(b.N/batch, 100)), "evalsha", script.Hash(), strconv.Itoa(batch)}
 			for range batch {
 				args = append(args, "ceiling:{__rand_int__}:"+l.StateID())
 			}
