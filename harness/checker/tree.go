@@ -2,6 +2,7 @@ package checker
 
 import (
 	"cmp"
+	"math"
 	"slices"
 )
 
@@ -58,84 +59,110 @@ func lowerIndex(vals []int64, x int64) int {
 }
 
 // maxTree is a segment tree over int64 leaves supporting adding a value to a
-// range of leaves and querying the maximum of a range, both in O(log n).
+// prefix of the leaves and querying the maximum of a prefix, both in
+// O(log n) without recursion: a perfect binary tree stored bottom-up (leaf
+// i at size+i), each node holding the maximum of its subtree plus the
+// additions pending at it (lz, for inner nodes), pushed down the two
+// boundary paths before a query (the "efficient segment tree" layout).
 type maxTree struct {
-	n      int
-	mx, lz []int64
+	n, size, h int
+	mx, lz     []int64
 }
+
+// padLeaf fills the leaves past n, which no prefix reaches.
+const padLeaf = math.MinInt64 / 4
 
 // reset prepares t for the leaves init, reusing its storage.
 func (t *maxTree) reset(init []int64) {
 	t.n = len(init)
-	size := 1
+	size, h := 1, 0
 	for size < t.n {
 		size <<= 1
+		h++
 	}
+	t.size, t.h = size, h
 	if cap(t.mx) < 2*size {
-		t.mx, t.lz = make([]int64, 2*size), make([]int64, 2*size)
+		t.mx, t.lz = make([]int64, 2*size), make([]int64, size)
 	}
-	t.mx, t.lz = t.mx[:2*size], t.lz[:2*size]
+	t.mx, t.lz = t.mx[:2*size], t.lz[:size]
 	clear(t.lz)
-	if t.n > 0 {
-		t.build(1, 0, t.n-1, init)
+	copy(t.mx[size:], init)
+	for i := size + t.n; i < 2*size; i++ {
+		t.mx[i] = padLeaf
+	}
+	for p := size - 1; p >= 1; p-- {
+		t.mx[p] = max(t.mx[2*p], t.mx[2*p+1])
 	}
 }
 
-func (t *maxTree) build(node, lo, hi int, init []int64) {
-	if lo == hi {
-		t.mx[node] = init[lo]
-		return
+// apply adds v to the subtree of node p.
+func (t *maxTree) apply(p int, v int64) {
+	t.mx[p] += v
+	if p < t.size {
+		t.lz[p] += v
 	}
-	mid := (lo + hi) / 2
-	t.build(2*node, lo, mid, init)
-	t.build(2*node+1, mid+1, hi, init)
-	t.mx[node] = max(t.mx[2*node], t.mx[2*node+1])
 }
 
-// add adds v to leaves l..r inclusive.
+// rebuild recomputes the ancestors of node p from their children.
+func (t *maxTree) rebuild(p int) {
+	for p > 1 {
+		p >>= 1
+		t.mx[p] = max(t.mx[2*p], t.mx[2*p+1]) + t.lz[p]
+	}
+}
+
+// push moves the additions pending at the ancestors of node p to their
+// children, from the root down.
+func (t *maxTree) push(p int) {
+	for s := t.h; s > 0; s-- {
+		i := p >> s
+		if v := t.lz[i]; v != 0 {
+			t.apply(2*i, v)
+			t.apply(2*i+1, v)
+			t.lz[i] = 0
+		}
+	}
+}
+
+// add adds v to leaves l..r inclusive (l must be 0: every sweep adds to a
+// prefix); nothing when r < l.
 func (t *maxTree) add(l, r int, v int64) {
 	if l > r || t.n == 0 {
 		return
 	}
-	t.addRec(1, 0, t.n-1, l, r, v)
-}
-
-func (t *maxTree) addRec(node, lo, hi, l, r int, v int64) {
-	if l <= lo && hi <= r {
-		t.mx[node] += v
-		t.lz[node] += v
-		return
+	lo, hi := l+t.size, r+1+t.size
+	l0, r0 := lo, hi-1
+	for ; lo < hi; lo, hi = lo>>1, hi>>1 {
+		if lo&1 == 1 {
+			t.apply(lo, v)
+			lo++
+		}
+		if hi&1 == 1 {
+			hi--
+			t.apply(hi, v)
+		}
 	}
-	mid := (lo + hi) / 2
-	if l <= mid {
-		t.addRec(2*node, lo, mid, l, r, v)
-	}
-	if r > mid {
-		t.addRec(2*node+1, mid+1, hi, l, r, v)
-	}
-	t.mx[node] = max(t.mx[2*node], t.mx[2*node+1]) + t.lz[node]
+	t.rebuild(l0)
+	t.rebuild(r0)
 }
 
 // max returns the maximum of leaves l..r inclusive; l <= r.
 func (t *maxTree) max(l, r int) int64 {
-	return t.maxRec(1, 0, t.n-1, l, r)
-}
-
-func (t *maxTree) maxRec(node, lo, hi, l, r int) int64 {
-	if l <= lo && hi <= r {
-		return t.mx[node]
+	lo, hi := l+t.size, r+1+t.size
+	t.push(lo)
+	t.push(hi - 1)
+	m := int64(math.MinInt64)
+	for ; lo < hi; lo, hi = lo>>1, hi>>1 {
+		if lo&1 == 1 {
+			m = max(m, t.mx[lo])
+			lo++
+		}
+		if hi&1 == 1 {
+			hi--
+			m = max(m, t.mx[hi])
+		}
 	}
-	mid := (lo + hi) / 2
-	var m int64
-	switch {
-	case r <= mid:
-		m = t.maxRec(2*node, lo, mid, l, r)
-	case l > mid:
-		m = t.maxRec(2*node+1, mid+1, hi, l, r)
-	default:
-		m = max(t.maxRec(2*node, lo, mid, l, r), t.maxRec(2*node+1, mid+1, hi, l, r))
-	}
-	return m + t.lz[node]
+	return m
 }
 
 // fenwick is a binary indexed tree of int64 sums over positions 0..n-1.
