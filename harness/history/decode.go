@@ -94,7 +94,8 @@ func (r *Reader) decodeRecord(line []byte, rec *Record) bool {
 
 // shortHash is a hash of b for the Reader's cache of recent strings, quick
 // on the short strings of a history (keys, instances, header values): a
-// word or two of b's bytes, multiplied.
+// word or two of b's bytes, multiplied, every bit of the result
+// depending on every byte read.
 func shortHash(b []byte) uint32 {
 	const k = 0x9e3779b97f4a7c15
 	h := uint64(len(b)) * k
@@ -110,7 +111,9 @@ func shortHash(b []byte) uint32 {
 	case n > 0:
 		mix(uint64(b[0]) | uint64(b[n/2])<<8 | uint64(b[n-1])<<16)
 	}
-	return uint32(h ^ h>>32)
+	h ^= h >> 29 // a product's low bits see only the factors' low bits: fold the high ones down
+	h *= k
+	return uint32(h >> 32)
 }
 
 // maxInterned bounds the Reader's table of repeated strings.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"testing"
 )
 
@@ -83,5 +84,22 @@ func TestPlainWord(t *testing.T) {
 			}
 		}
 		check(w)
+	}
+}
+
+// TestShortHashSpread holds the cache of recent strings to spreading keys
+// that differ in a few digits over most of its slots, as a uniform hash
+// would (1 − e^(−n/slots) of them, all but a few here).
+func TestShortHashSpread(t *testing.T) {
+	var r Reader
+	slots := map[uint32]bool{}
+	const n = 10_000
+	for i := range n {
+		for _, s := range []string{"key-" + strconv.Itoa(i), strconv.Itoa(i), "tenant-00000000" + strconv.Itoa(i)} {
+			slots[shortHash([]byte(s))%uint32(len(r.recent))] = true
+		}
+	}
+	if got, want := len(slots), len(r.recent)*9/10; got < want {
+		t.Fatalf("%d strings fill %d of %d slots, want %d or more", 3*n, got, len(r.recent), want)
 	}
 }
