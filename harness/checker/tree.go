@@ -61,9 +61,11 @@ func lowerIndex(vals []int64, x int64) int {
 // maxTree is a segment tree over int64 leaves supporting adding a value to a
 // prefix of the leaves and querying the maximum of a prefix, both in
 // O(log n) without recursion: a perfect binary tree stored bottom-up (leaf
-// i at size+i), each node holding the maximum of its subtree plus the
-// additions pending at it (lz, for inner nodes), pushed down the two
-// boundary paths before a query (the "efficient segment tree" layout).
+// i at size+i), each inner node p keeping the additions made to its whole
+// subtree (lz[p]) and the maximum of its subtree with the additions at p
+// and below (mx[p] = max(mx[2p], mx[2p+1]) + lz[p]). Both operations walk
+// the path from the root to the prefix's last leaf, taking in (or adding
+// to) the left sibling of every right turn.
 type maxTree struct {
 	n, size, h int
 	mx, lz     []int64
@@ -95,74 +97,49 @@ func (t *maxTree) reset(init []int64) {
 	}
 }
 
-// apply adds v to the subtree of node p.
-func (t *maxTree) apply(p int, v int64) {
-	t.mx[p] += v
-	if p < t.size {
-		t.lz[p] += v
-	}
-}
-
-// rebuild recomputes the ancestors of node p from their children.
-func (t *maxTree) rebuild(p int) {
-	for p > 1 {
-		p >>= 1
-		t.mx[p] = max(t.mx[2*p], t.mx[2*p+1]) + t.lz[p]
-	}
-}
-
-// push moves the additions pending at the ancestors of node p to their
-// children, from the root down.
-func (t *maxTree) push(p int) {
-	for s := t.h; s > 0; s-- {
-		i := p >> s
-		if v := t.lz[i]; v != 0 {
-			t.apply(2*i, v)
-			t.apply(2*i+1, v)
-			t.lz[i] = 0
-		}
-	}
-}
-
-// add adds v to leaves l..r inclusive (l must be 0: every sweep adds to a
-// prefix); nothing when r < l.
-func (t *maxTree) add(l, r int, v int64) {
-	if l > r || t.n == 0 {
+// addPrefix adds v to leaves 0..r inclusive; nothing when r < 0.
+func (t *maxTree) addPrefix(r int, v int64) {
+	if r < 0 || t.n == 0 {
 		return
 	}
-	lo, hi := l+t.size, r+1+t.size
-	l0, r0 := lo, hi-1
-	for ; lo < hi; lo, hi = lo>>1, hi>>1 {
-		if lo&1 == 1 {
-			t.apply(lo, v)
-			lo++
-		}
-		if hi&1 == 1 {
-			hi--
-			t.apply(hi, v)
+	mx, lz := t.mx, t.lz
+	p := 1
+	for s := t.h - 1; s >= 0; s-- {
+		p *= 2
+		if r>>s&1 == 1 { // the left sibling lies wholly within the prefix
+			mx[p] += v
+			if p < t.size {
+				lz[p] += v
+			}
+			p++
 		}
 	}
-	t.rebuild(l0)
-	t.rebuild(r0)
+	mx[p] += v
+	for p > 1 {
+		p >>= 1
+		mx[p] = max(mx[2*p], mx[2*p+1]) + lz[p]
+	}
 }
 
-// max returns the maximum of leaves l..r inclusive; l <= r.
-func (t *maxTree) max(l, r int) int64 {
-	lo, hi := l+t.size, r+1+t.size
-	t.push(lo)
-	t.push(hi - 1)
+// maxPrefix returns the maximum of leaves 0..r inclusive, math.MinInt64
+// when r < 0.
+func (t *maxTree) maxPrefix(r int) int64 {
 	m := int64(math.MinInt64)
-	for ; lo < hi; lo, hi = lo>>1, hi>>1 {
-		if lo&1 == 1 {
-			m = max(m, t.mx[lo])
-			lo++
-		}
-		if hi&1 == 1 {
-			hi--
-			m = max(m, t.mx[hi])
+	if r < 0 || t.n == 0 {
+		return m
+	}
+	mx, lz := t.mx, t.lz
+	var above int64 // the additions at the ancestors of p
+	p := 1
+	for s := t.h - 1; s >= 0; s-- {
+		above += lz[p]
+		p *= 2
+		if r>>s&1 == 1 {
+			m = max(m, mx[p]+above)
+			p++
 		}
 	}
-	return m
+	return max(m, mx[p]+above)
 }
 
 // fenwick is a binary indexed tree of int64 sums over positions 0..n-1.

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -19,21 +20,21 @@ func TestMaxTree(t *testing.T) {
 			want := append([]int64(nil), init...)
 			tree.reset(init)
 			for op := range 4 * n {
-				k := rng.IntN(n)
+				k := rng.IntN(n+1) - 1 // -1: the empty prefix
 				if op%2 == 0 {
 					v := rng.Int64N(1e9) - 1e8
-					tree.add(0, k, v)
+					tree.addPrefix(k, v)
 					for i := 0; i <= k; i++ {
 						want[i] += v
 					}
 					continue
 				}
-				m := want[0]
+				m := int64(math.MinInt64)
 				for _, x := range want[:k+1] {
 					m = max(m, x)
 				}
-				if got := tree.max(0, k); got != m {
-					t.Fatalf("n=%d round %d op %d: max(0, %d) = %d, want %d", n, round, op, k, got, m)
+				if got := tree.maxPrefix(k); got != m {
+					t.Fatalf("n=%d round %d op %d: maxPrefix(%d) = %d, want %d", n, round, op, k, got, m)
 				}
 			}
 		}
