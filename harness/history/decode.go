@@ -141,7 +141,7 @@ func (d *decoder) next() byte {
 func (d *decoder) byte(c byte) bool { return d.next() == c }
 
 func (d *decoder) ws() {
-	for d.pos < len(d.buf) {
+	for d.pos < len(d.buf) && d.buf[d.pos] <= ' ' { // most often none: a compact line
 		switch d.buf[d.pos] {
 		case ' ', '\t', '\r', '\n':
 			d.pos++
@@ -228,6 +228,10 @@ func (r *Reader) intern(b []byte) string {
 func (d *decoder) uint() (uint64, bool) {
 	start := d.pos
 	var v uint64
+	// Nineteen digits cannot overflow; only a longer number needs the test.
+	for end := min(len(d.buf), start+19); d.pos < end && d.buf[d.pos]-'0' <= 9; d.pos++ {
+		v = v*10 + uint64(d.buf[d.pos]-'0')
+	}
 	for d.pos < len(d.buf) && d.buf[d.pos] >= '0' && d.buf[d.pos] <= '9' {
 		digit := uint64(d.buf[d.pos] - '0')
 		if v > (math.MaxUint64-digit)/10 {
