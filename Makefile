@@ -84,6 +84,10 @@ bench: deps
 # check, with its goal of 10 s and 1 GiB of heap on two cores (20 s of CPU:
 # the figure a busy machine does not inflate).
 	$(GO) test -run '^$$' -bench 'BenchmarkCheckFile$$' -benchtime 1x -count 3 -timeout 60m ./harness/checker/ -records=10M | tee -a $(BENCH_OUT)
+# The report of a run of ten million requests (written once into
+# $TMPDIR/rlbench-bench, a few minutes): loading it, reading its history
+# and rendering report.html, with its goal of 10 s.
+	$(GO) test -run '^$$' -bench 'BenchmarkRender$$' -benchtime 1x -count 3 -timeout 60m ./reports/ -requests=10M | tee -a $(BENCH_OUT)
 	@echo
 	@$(GO) run ./limiter/internal/benchtable \
 		-ratio 'MemoryStore/*/keys=10000 / AnchorXTimeRate/keys=10000' \
@@ -101,7 +105,8 @@ bench: deps
 		-ratio 'Redis/store=batched/*/10kkeys / RedisCeiling/evalsha-batch=1' \
 		-goal 'CheckFile/records=10M:ns/op <= 10e9' \
 		-goal 'CheckFile/records=10M:cpu-s/op <= 20' \
-		-goal 'CheckFile/records=10M:MiB-peak-heap <= 1024' < $(BENCH_OUT)
+		-goal 'CheckFile/records=10M:MiB-peak-heap <= 1024' \
+		-goal 'Render/requests=10M:ns/op <= 10e9' < $(BENCH_OUT)
 
 # screenshot renders the report of the run in RUN_DIR with this tree's
 # renderer and photographs its first screen in headless Chromium (Debian

@@ -132,9 +132,9 @@ func (b *bucketModel) tightest(c *limitCheck, A []int32, burst int64, answered b
 	best, bestB := int64(math.MinInt64), int64(0)
 	for _, j := range byE {
 		q := &reqs[j]
-		sc.tree.add(0, indexOf(vals, q.sent), q.cost*T)
+		sc.tree.addPrefix(indexOf(vals, q.sent), q.cost*T)
 		e := end(q)
-		v := sc.tree.max(0, indexOf(vals, e)) - e - res - allowT
+		v := sc.tree.maxPrefix(indexOf(vals, e)) - e - res - allowT
 		if v > best {
 			best, bestB = v, e
 		}
@@ -216,10 +216,10 @@ func (b *bucketModel) room(c *limitCheck, g []int32, withUnknown bool) {
 				q := &reqs[i]
 				for ; pj < len(P) && reqs[P[pj]].sent <= q.recv; pj++ {
 					j := &reqs[P[pj]]
-					sc.tree.add(0, indexOf(vals, j.recv), j.cost*T)
+					sc.tree.addPrefix(indexOf(vals, j.recv), j.cost*T)
 				}
 				x := q.sent - res
-				roomT := B*T + x - sc.tree.max(0, indexOf(vals, x))
+				roomT := B*T + x - sc.tree.maxPrefix(indexOf(vals, x))
 				c.setRemainingLo(i, floorDiv(roomT, T)) // for an admission, after its own charge
 				if q.outcome == history.Admitted {
 					continue
@@ -260,11 +260,11 @@ func (b *bucketModel) certain(c *limitCheck, g []int32, withUnknown bool) {
 		q := &reqs[i]
 		for ; pj < len(byE) && reqs[byE[pj]].recv < q.sent; pj++ {
 			j := &reqs[byE[pj]]
-			sc.tree.add(0, indexOf(vals, j.sent), j.cost*T)
+			sc.tree.addPrefix(indexOf(vals, j.sent), j.cost*T)
 		}
 		tokT := B * T
 		if k := indexOf(vals, q.sent); k >= 0 {
-			tokT = min(tokT, B*T+q.recv+res-sc.tree.max(0, k))
+			tokT = min(tokT, B*T+q.recv+res-sc.tree.maxPrefix(k))
 		}
 		if q.outcome == history.Rejected {
 			c.setWaits(i, max(q.cost*T-tokT-res, 0), 0)

@@ -138,7 +138,7 @@ const maxExamples = 10
 // records; memory is about Policy.MemoryBudget whatever n, unless one key
 // alone holds more than a core's share of it (about 300 bytes a record).
 // Measured on two cores (BenchmarkCheckFile): ten million records in about
-// 21 s of CPU and 530 MiB of heap at the most, a hundred million in 255 s
+// 16 s of CPU and 570 MiB of heap at the most, a hundred million in 255 s
 // and 565 MiB.
 func Check(src history.Source, p Policy) (*Report, error) {
 	p, c, err := prepare(src.Header(), p)

@@ -73,13 +73,25 @@ func (t *strtab) appendRecord(buf []byte, seq, prev int64, r *history.Record) []
 	buf = append(buf, byte(r.Outcome))
 	buf = binary.AppendVarint(buf, r.DecisionUs)
 	buf = binary.AppendUvarint(buf, uint64(len(r.Headers)))
-	for name, v := range r.Headers {
-		if i := headerIndexOf(name); i >= 0 {
-			buf = append(buf, byte(i+1))
-		} else {
-			buf = appendString(append(buf, 0), name)
+	// The rate-limit fields by name first: a look-up in a map of a few
+	// entries costs less than starting an iteration over it, and a record
+	// rarely holds other fields.
+	known := 0
+	for i, name := range history.RateLimitHeaders {
+		if known == len(r.Headers) {
+			break
 		}
-		buf = appendString(buf, v)
+		if v, ok := r.Headers[name]; ok {
+			buf = appendString(append(buf, byte(i+1)), v)
+			known++
+		}
+	}
+	if known < len(r.Headers) {
+		for name, v := range r.Headers {
+			if headerIndexOf(name) < 0 {
+				buf = appendString(appendString(append(buf, 0), name), v)
+			}
+		}
 	}
 	if r.Shard == nil {
 		return append(buf, 0)

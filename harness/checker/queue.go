@@ -146,13 +146,13 @@ func (m *queueModel) lateAnswers(c *limitCheck, g []int32, acc *queueAcc) {
 		q := &reqs[i]
 		for ; pj < len(P) && reqs[P[pj]].sent <= q.recv; pj++ {
 			j := &reqs[P[pj]]
-			sc.tree.add(0, indexOf(vals, j.recv), j.cost*T)
+			sc.tree.addPrefix(indexOf(vals, j.recv), j.cost*T)
 		}
 		// Its own charge was added to every leaf up to its received time,
 		// all those asked: take it off.
 		slot := q.recv
 		if k := indexOf(vals, q.recv); k >= 0 {
-			slot = max(slot, sc.tree.max(0, k)-q.cost*T)
+			slot = max(slot, sc.tree.maxPrefix(k)-q.cost*T)
 		}
 		slot += res
 		if late := q.answered - slot; late > acc.late {

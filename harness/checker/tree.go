@@ -2,6 +2,7 @@ package checker
 
 import (
 	"cmp"
+	"math"
 	"slices"
 )
 
@@ -58,84 +59,87 @@ func lowerIndex(vals []int64, x int64) int {
 }
 
 // maxTree is a segment tree over int64 leaves supporting adding a value to a
-// range of leaves and querying the maximum of a range, both in O(log n).
+// prefix of the leaves and querying the maximum of a prefix, both in
+// O(log n) without recursion: a perfect binary tree stored bottom-up (leaf
+// i at size+i), each inner node p keeping the additions made to its whole
+// subtree (lz[p]) and the maximum of its subtree with the additions at p
+// and below (mx[p] = max(mx[2p], mx[2p+1]) + lz[p]). Both operations walk
+// the path from the root to the prefix's last leaf, taking in (or adding
+// to) the left sibling of every right turn.
 type maxTree struct {
-	n      int
-	mx, lz []int64
+	n, size, h int
+	mx, lz     []int64
 }
+
+// padLeaf fills the leaves past n, which no prefix reaches.
+const padLeaf = math.MinInt64 / 4
 
 // reset prepares t for the leaves init, reusing its storage.
 func (t *maxTree) reset(init []int64) {
 	t.n = len(init)
-	size := 1
+	size, h := 1, 0
 	for size < t.n {
 		size <<= 1
+		h++
 	}
+	t.size, t.h = size, h
 	if cap(t.mx) < 2*size {
-		t.mx, t.lz = make([]int64, 2*size), make([]int64, 2*size)
+		t.mx, t.lz = make([]int64, 2*size), make([]int64, size)
 	}
-	t.mx, t.lz = t.mx[:2*size], t.lz[:2*size]
+	t.mx, t.lz = t.mx[:2*size], t.lz[:size]
 	clear(t.lz)
-	if t.n > 0 {
-		t.build(1, 0, t.n-1, init)
+	copy(t.mx[size:], init)
+	for i := size + t.n; i < 2*size; i++ {
+		t.mx[i] = padLeaf
+	}
+	for p := size - 1; p >= 1; p-- {
+		t.mx[p] = max(t.mx[2*p], t.mx[2*p+1])
 	}
 }
 
-func (t *maxTree) build(node, lo, hi int, init []int64) {
-	if lo == hi {
-		t.mx[node] = init[lo]
+// addPrefix adds v to leaves 0..r inclusive; nothing when r < 0.
+func (t *maxTree) addPrefix(r int, v int64) {
+	if r < 0 || t.n == 0 {
 		return
 	}
-	mid := (lo + hi) / 2
-	t.build(2*node, lo, mid, init)
-	t.build(2*node+1, mid+1, hi, init)
-	t.mx[node] = max(t.mx[2*node], t.mx[2*node+1])
+	mx, lz := t.mx, t.lz
+	p := 1
+	for s := t.h - 1; s >= 0; s-- {
+		p *= 2
+		if r>>s&1 == 1 { // the left sibling lies wholly within the prefix
+			mx[p] += v
+			if p < t.size {
+				lz[p] += v
+			}
+			p++
+		}
+	}
+	mx[p] += v
+	for p > 1 {
+		p >>= 1
+		mx[p] = max(mx[2*p], mx[2*p+1]) + lz[p]
+	}
 }
 
-// add adds v to leaves l..r inclusive.
-func (t *maxTree) add(l, r int, v int64) {
-	if l > r || t.n == 0 {
-		return
+// maxPrefix returns the maximum of leaves 0..r inclusive, math.MinInt64
+// when r < 0.
+func (t *maxTree) maxPrefix(r int) int64 {
+	m := int64(math.MinInt64)
+	if r < 0 || t.n == 0 {
+		return m
 	}
-	t.addRec(1, 0, t.n-1, l, r, v)
-}
-
-func (t *maxTree) addRec(node, lo, hi, l, r int, v int64) {
-	if l <= lo && hi <= r {
-		t.mx[node] += v
-		t.lz[node] += v
-		return
+	mx, lz := t.mx, t.lz
+	var above int64 // the additions at the ancestors of p
+	p := 1
+	for s := t.h - 1; s >= 0; s-- {
+		above += lz[p]
+		p *= 2
+		if r>>s&1 == 1 {
+			m = max(m, mx[p]+above)
+			p++
+		}
 	}
-	mid := (lo + hi) / 2
-	if l <= mid {
-		t.addRec(2*node, lo, mid, l, r, v)
-	}
-	if r > mid {
-		t.addRec(2*node+1, mid+1, hi, l, r, v)
-	}
-	t.mx[node] = max(t.mx[2*node], t.mx[2*node+1]) + t.lz[node]
-}
-
-// max returns the maximum of leaves l..r inclusive; l <= r.
-func (t *maxTree) max(l, r int) int64 {
-	return t.maxRec(1, 0, t.n-1, l, r)
-}
-
-func (t *maxTree) maxRec(node, lo, hi, l, r int) int64 {
-	if l <= lo && hi <= r {
-		return t.mx[node]
-	}
-	mid := (lo + hi) / 2
-	var m int64
-	switch {
-	case r <= mid:
-		m = t.maxRec(2*node, lo, mid, l, r)
-	case l > mid:
-		m = t.maxRec(2*node+1, mid+1, hi, l, r)
-	default:
-		m = max(t.maxRec(2*node, lo, mid, l, r), t.maxRec(2*node+1, mid+1, hi, l, r))
-	}
-	return m + t.lz[node]
+	return max(m, mx[p]+above)
 }
 
 // fenwick is a binary indexed tree of int64 sums over positions 0..n-1.

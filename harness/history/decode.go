@@ -1,6 +1,9 @@
 package history
 
-import "math"
+import (
+	"encoding/binary"
+	"math"
+)
 
 // decodeRecord is a fast path for one record line as this package's Writer
 // writes it: a flat object of the documented fields, strings without escape
@@ -89,6 +92,30 @@ func (r *Reader) decodeRecord(line []byte, rec *Record) bool {
 	}
 }
 
+// shortHash is a hash of b for the Reader's cache of recent strings, quick
+// on the short strings of a history (keys, instances, header values): a
+// word or two of b's bytes, multiplied, every bit of the result
+// depending on every byte read.
+func shortHash(b []byte) uint32 {
+	const k = 0x9e3779b97f4a7c15
+	h := uint64(len(b)) * k
+	mix := func(w uint64) { h = (h ^ w) * k }
+	switch n := len(b); {
+	case n >= 8:
+		for i := 0; i+8 <= n; i += 8 {
+			mix(binary.LittleEndian.Uint64(b[i:]))
+		}
+		mix(binary.LittleEndian.Uint64(b[n-8:]))
+	case n >= 4:
+		mix(uint64(binary.LittleEndian.Uint32(b)) | uint64(binary.LittleEndian.Uint32(b[n-4:]))<<32)
+	case n > 0:
+		mix(uint64(b[0]) | uint64(b[n/2])<<8 | uint64(b[n-1])<<16)
+	}
+	h ^= h >> 29 // a product's low bits see only the factors' low bits: fold the high ones down
+	h *= k
+	return uint32(h >> 32)
+}
+
 // maxInterned bounds the Reader's table of repeated strings.
 const maxInterned = 1 << 16
 
@@ -114,7 +141,7 @@ func (d *decoder) next() byte {
 func (d *decoder) byte(c byte) bool { return d.next() == c }
 
 func (d *decoder) ws() {
-	for d.pos < len(d.buf) {
+	for d.pos < len(d.buf) && d.buf[d.pos] <= ' ' { // most often none: a compact line
 		switch d.buf[d.pos] {
 		case ' ', '\t', '\r', '\n':
 			d.pos++
@@ -131,24 +158,39 @@ func (d *decoder) end() bool {
 }
 
 // str reads a string without escapes or control characters; the bytes
-// alias the line.
+// alias the line. It skips eight plain bytes at a time (plainWord).
 func (d *decoder) str() ([]byte, bool) {
 	if !d.byte('"') {
 		return nil, false
 	}
-	start := d.pos
-	for d.pos < len(d.buf) {
-		c := d.buf[d.pos]
-		switch {
+	buf, start := d.buf, d.pos
+	i := start
+	for i+8 <= len(buf) && plainWord(binary.LittleEndian.Uint64(buf[i:])) {
+		i += 8
+	}
+	for ; i < len(buf); i++ {
+		switch c := buf[i]; {
 		case c == '"':
-			d.pos++
-			return d.buf[start : d.pos-1], true
+			d.pos = i + 1
+			return buf[start:i], true
 		case c == '\\' || c < 0x20 || c >= 0x80: // escapes and non-ASCII: encoding/json's business
+			d.pos = i
 			return nil, false
 		}
-		d.pos++
 	}
+	d.pos = i
 	return nil, false
+}
+
+// plainWord reports whether none of the eight bytes of w (little endian)
+// ends a plain string: a quote, a backslash, a control character or a
+// byte of non-ASCII. A borrow between bytes only ever starts at a byte
+// that ends the string, so the answer is exact.
+func plainWord(w uint64) bool {
+	const ones, high = 0x0101010101010101, 0x8080808080808080
+	q := w ^ (ones * '"')
+	b := w ^ (ones * '\\')
+	return ((q-ones)&^q|(b-ones)&^b|(w-ones*0x20)&^w|w)&high == 0
 }
 
 // intern reads a string, sharing one copy of strings seen before.
@@ -164,11 +206,7 @@ func (d *decoder) intern() (string, bool) {
 // (up to maxInterned of them).
 func (r *Reader) intern(b []byte) string {
 	// A direct-mapped cache in front of the table takes most look-ups.
-	h := uint32(2166136261)
-	for _, c := range b {
-		h = (h ^ uint32(c)) * 16777619
-	}
-	slot := &r.recent[h%uint32(len(r.recent))]
+	slot := &r.recent[shortHash(b)%uint32(len(r.recent))]
 	if *slot == string(b) && (len(b) > 0 || *slot == "") {
 		return *slot
 	}
@@ -190,6 +228,10 @@ func (r *Reader) intern(b []byte) string {
 func (d *decoder) uint() (uint64, bool) {
 	start := d.pos
 	var v uint64
+	// Nineteen digits cannot overflow; only a longer number needs the test.
+	for end := min(len(d.buf), start+19); d.pos < end && d.buf[d.pos]-'0' <= 9; d.pos++ {
+		v = v*10 + uint64(d.buf[d.pos]-'0')
+	}
 	for d.pos < len(d.buf) && d.buf[d.pos] >= '0' && d.buf[d.pos] <= '9' {
 		digit := uint64(d.buf[d.pos] - '0')
 		if v > (math.MaxUint64-digit)/10 {
