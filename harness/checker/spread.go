@@ -53,10 +53,16 @@ func burstSpreadResults(phases []runrecord.PhaseRecord) []Result {
 		}
 		r.Explanation = fmt.Sprintf("the widest burst%s: %s sent within %v and written within %v of a planned %v; at most %v passes",
 			which, Count(w.Requests, "requests"), w.SentSpread.Round(time.Microsecond), w.WrittenSpread.Round(time.Microsecond), p.Spread, bound)
+		if w.Redialled > 0 {
+			r.Explanation += fmt.Sprintf("; %s sent again, late, on a new connection, the target having closed theirs before they were written", Count(w.Redialled, "requests"))
+		}
 		switch {
 		case p.AchievedSpread > bound:
 			r.Verdict = Fail
 			r.Explanation += "; the generator did not release it as a burst, so the scenario did not test the concurrency it claims"
+			if !w.Raised && w.Redialled == 0 {
+				r.Explanation += " (its releasers ran at the generator's own priority: on Linux, CAP_SYS_NICE, or an RLIMIT_NICE that allows a nice value 10 lower, lets them raise it for a burst planned within 50ms)"
+			}
 		case short >= 0:
 			b := p.Bursts[short]
 			r.Verdict = Unknown

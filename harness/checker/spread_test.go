@@ -33,6 +33,8 @@ func TestBurstSpreadResults(t *testing.T) {
 		}
 		return p
 	}
+	raised := func(b runrecord.BurstRecord) runrecord.BurstRecord { b.Raised = true; return b }
+	redialled := func(b runrecord.BurstRecord, n int) runrecord.BurstRecord { b.Redialled = n; return b }
 	tests := []struct {
 		name     string
 		phase    runrecord.PhaseRecord
@@ -46,6 +48,9 @@ func TestBurstSpreadResults(t *testing.T) {
 		{"not a burst", phase(5*time.Millisecond, burst(1000, 1000, 158700*time.Microsecond)), Fail, 158.7, 10, "did not release it as a burst"},
 		{"all at once", phase(0, burst(50, 50, 6*time.Millisecond)), Fail, 6, 5, "planned 0s"},
 		{"the widest of repeats", phase(time.Millisecond, burst(10, 10, time.Millisecond), burst(10, 10, 9*time.Millisecond), burst(10, 10, 2*time.Millisecond)), Fail, 9, 6, "burst 2 of 3"},
+		{"not a burst, at the generator's priority", phase(5*time.Millisecond, burst(1000, 1000, 20*time.Millisecond)), Fail, 20, 10, "CAP_SYS_NICE"},
+		{"not a burst, at a raised priority", phase(5*time.Millisecond, raised(burst(1000, 1000, 20*time.Millisecond))), Fail, 20, 10, "did not release it as a burst, so the scenario did not test the concurrency it claims"},
+		{"redialled", phase(5*time.Millisecond, redialled(burst(10, 10, 300*time.Millisecond), 2)), Fail, 300, 10, "2 requests sent again, late, on a new connection"},
 		{"a burst short of requests", phase(5*time.Millisecond, burst(10, 10, time.Millisecond), burst(10, 4, time.Millisecond)), Unknown, 1, 10, "burst 2 sent 4 of its 10"},
 	}
 	for _, tt := range tests {
@@ -66,6 +71,9 @@ func TestBurstSpreadResults(t *testing.T) {
 			}
 			if !strings.Contains(r.Explanation, tt.explain) {
 				t.Errorf("Explanation %q lacks %q", r.Explanation, tt.explain)
+			}
+			if raised := tt.phase.Bursts[0].Raised; raised && strings.Contains(r.Explanation, "CAP_SYS_NICE") {
+				t.Errorf("Explanation %q of a burst released at a raised priority suggests raising it", r.Explanation)
 			}
 		})
 	}

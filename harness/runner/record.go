@@ -126,7 +126,8 @@ func phaseRecord(p *traffic.PhaseStats) runrecord.PhaseRecord {
 		pr.Spread, pr.AchievedSpread = p.Spread, p.AchievedSpread()
 		for _, b := range p.Bursts {
 			br := runrecord.BurstRecord{Requests: b.Requests, Sent: b.Sent, Written: b.Written,
-				SentSpread: b.SentSpread(), WrittenSpread: b.WrittenSpread(), Achieved: b.Achieved(), MaxIdle: b.MaxIdle}
+				SentSpread: b.SentSpread(), WrittenSpread: b.WrittenSpread(), Achieved: b.Achieved(), MaxIdle: b.MaxIdle,
+				Redialled: b.Redialled, Raised: b.Raised}
 			if b.Sent > 0 {
 				br.Late = b.FirstSent.Sub(b.Intended)
 			}

@@ -519,6 +519,15 @@ type BurstRecord struct {
 	// MaxIdle is the longest any of its connections was open before its
 	// request was written.
 	MaxIdle time.Duration `json:"max_idle_ns"`
+	// Redialled counts its requests sent again, late, on a new connection
+	// because the target had answered or closed theirs before they were
+	// written (so it had not read them).
+	Redialled int `json:"redialled,omitempty"`
+	// Raised reports whether its requests were written by releasers
+	// running at a raised priority (on Linux with CAP_SYS_NICE or a
+	// sufficient RLIMIT_NICE, for a burst planned within 50 ms); false in
+	// records written before it was recorded.
+	Raised bool `json:"raised_priority,omitempty"`
 }
 
 // OpenModel reports whether the phase sends on a schedule whatever the

@@ -6,6 +6,7 @@ package bench_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/rlbench/rlbench/scenarios"
 )
@@ -49,5 +50,24 @@ func TestOverheadVersusRedisRate(t *testing.T) {
 			t.Fatalf("phase %s: %s twice in a row, want alternating rounds", ph.Name, limited)
 		}
 		last = limited
+	}
+}
+
+// TestBurst1000: the burst measurement sends 1,000 requests planned within
+// 5 ms over three instances.
+func TestBurst1000(t *testing.T) {
+	sc, err := scenarios.LoadFile("burst-1000.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sc.Target.Instances, 3; got != want {
+		t.Errorf("%d instances, want %d", got, want)
+	}
+	if got, want := len(sc.Phases), 1; got != want {
+		t.Fatalf("%d phases, want %d", got, want)
+	}
+	ph := sc.Phases[0]
+	if ph.Kind != scenarios.Burst || ph.Requests != 1000 || ph.Spread != 5*time.Millisecond {
+		t.Errorf("phase %s: %s of %d within %v, want a burst of 1000 within 5ms", ph.Name, ph.Kind, ph.Requests, ph.Spread)
 	}
 }
