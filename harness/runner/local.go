@@ -342,8 +342,9 @@ func (r *Runner) RunLocalShards(ctx context.Context, sc *scenarios.Scenario, ls 
 		return fail(fmt.Errorf("write the merged history: %w", err))
 	}
 	rep.Record.History, rep.Record.Source, rep.Record.Redis = rel, sc.Source, out.Redis
-	rep.Notes = append(rep.Notes, fmt.Sprintf("run as %s on this machine against one target and Redis the parent run started; the shards' runs are in %s",
-		checker.Count(ls.Count, "local shards"), shardsDir))
+	// Named within the run directory, which can then be copied whole.
+	rep.Notes = append(rep.Notes, fmt.Sprintf("run as %s on this machine against one target and Redis the parent run started; the shards' runs are in %s of the run directory",
+		checker.Count(ls.Count, "local shards"), filepath.Join(sc.Name, "shards")))
 	return rep, nil
 }
 
