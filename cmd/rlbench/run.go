@@ -234,6 +234,10 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 			o, err = r.Run(ctx, sc)
 		}
 		if ctx.Err() != nil {
+			if ie := (*runner.InterruptedError)(nil); errors.As(err, &ie) && ie.Advice != "" {
+				// What the local shards ran before the interrupt, and how to check it.
+				return fmt.Errorf("interrupted: %w\n%s", ctx.Err(), ie.Advice)
+			}
 			return fmt.Errorf("interrupted: %w", ctx.Err())
 		}
 		if missing := (*peers.NotInstalledError)(nil); errors.As(err, &missing) {
