@@ -146,6 +146,8 @@ func TestUsageErrorOneLine(t *testing.T) {
 		{"not a boolean", []string{"run", "--fail-on-skip=maybe", "quickstart"}, "rlbench run: --fail-on-skip maybe: want true or false"},
 		{"flag without its value", []string{"report", "--nope=1", "dir"}, "rlbench report: --nope: no such flag"},
 		{"unknown command", []string{"chekc"}, `rlbench: unknown command "chekc"; did you mean check?`},
+		{"help of an unknown command", []string{"help", "mutant"}, `rlbench help: unknown command "mutant"; did you mean mutate?`},
+		{"a flag without its value", []string{"init", "--route", "/v1", "--url"}, "rlbench init: --url: needs a value, as --url VALUE"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var stderr strings.Builder
@@ -160,7 +162,7 @@ func TestUsageErrorOneLine(t *testing.T) {
 				t.Errorf("stderr line 1 = %q, want %q", lines[0], tt.want)
 			}
 			wantHelp := fmt.Sprintf("run 'rlbench %s -h' for help", tt.args[0])
-			if tt.name == "unknown command" {
+			if tt.args[0] == "chekc" || tt.args[0] == "help" {
 				wantHelp = "run 'rlbench help' for the commands"
 			}
 			if lines[1] != wantHelp {

@@ -103,6 +103,9 @@ func flagError(fs *flag.FlagSet, err error) string {
 		}
 		return fmt.Sprintf("--%s: no such flag", name)
 	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return fmt.Sprintf("--%s: needs a value, as --%s VALUE", name, name)
+	}
 	// flag.FlagSet.Parse: `invalid value "V" for flag -NAME: REASON` and
 	// `invalid boolean value "V" for -NAME: REASON`.
 	for _, prefix := range []string{"invalid value ", "invalid boolean value "} {
@@ -182,7 +185,7 @@ func flagsFirst(fs *flag.FlagSet, args []string) ([]string, error) {
 				continue
 			}
 			if i+1 == len(args) {
-				return nil, fmt.Errorf("flag needs an argument: %s", a)
+				return nil, fmt.Errorf("--%s: needs a value, as --%s VALUE", name, name)
 			}
 			i++
 			flags = append(flags, args[i])

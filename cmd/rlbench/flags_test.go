@@ -151,7 +151,7 @@ func TestFlagsAfterArguments(t *testing.T) {
 		{cmd: "run", args: []string{"--out=DIR", "quickstart"}, flags: map[string]string{"out": "DIR"}, rest: []string{"quickstart"}},
 		{cmd: "run", args: []string{"a.yaml", "-out", "DIR", "b.yaml", "--claim", "/x=gcra:1/1s", "--claim=/y=gcra:2/1s", "c.yaml"},
 			flags: map[string]string{"out": "DIR", "claim": "/x=gcra:1/1s,/y=gcra:2/1s"}, rest: []string{"a.yaml", "b.yaml", "c.yaml"}},
-		{cmd: "run", args: []string{"quickstart", "--out"}, err: "flag needs an argument: --out"},
+		{cmd: "run", args: []string{"quickstart", "--out"}, err: "--out: needs a value, as --out VALUE"},
 		{cmd: "run", args: []string{"quickstart", "--", "--out", "DIR"}, flags: map[string]string{"out": "rlbench-out"}, rest: []string{"quickstart", "--out", "DIR"}},
 		{cmd: "run", args: []string{"quickstart", "--nope"}, err: "--nope: no such flag"},
 		{cmd: "run", args: []string{"quickstart", "-h"}, err: flag.ErrHelp.Error()},

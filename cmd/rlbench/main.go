@@ -151,12 +151,12 @@ func printHelp(args []string, w io.Writer) int {
 		fmt.Fprint(w, mainUsage())
 		return exitOK
 	case len(args) > 1:
-		fmt.Fprintf(w, "rlbench help: name one command, not %d\n\n%s", len(args), mainUsage())
+		fmt.Fprintf(w, "rlbench help: name one command, not %d\nrun 'rlbench help' for the commands\n", len(args))
 		return exitInvalid
 	}
 	newCmd, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(w, "rlbench help: unknown command %q\n\n%s", args[0], mainUsage())
+		fmt.Fprintf(w, "rlbench help: unknown command %q%s\nrun 'rlbench help' for the commands\n", args[0], didYouMean(args[0], commandNames()))
 		return exitInvalid
 	}
 	fmt.Fprint(w, newCmd().Usage())
