@@ -181,26 +181,46 @@ func WriteRun(dir string, s *checker.Summary, rec *runrecord.RunRecord) error {
 }
 
 // relativeShardDirs records the shard directories of a merged run that lie
-// within dir relative to it, so that the run directory can be moved or
-// copied whole and `rlbench check` still finds its shards; those outside
-// are kept as they are.
+// within dir or beside it (RelPath) relative to it, so that the run
+// directory, or the directory holding it and its shards, can be moved or
+// copied whole and `rlbench check` still finds its shards; those further
+// away are kept as they are.
 func relativeShardDirs(dir string, rec *runrecord.RunRecord) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return
-	}
 	for i := range rec.Scenarios {
 		for j := range rec.Scenarios[i].Shards {
 			sh := &rec.Scenarios[i].Shards[j]
-			d, err := filepath.Abs(sh.Dir)
-			if err != nil {
-				continue
-			}
-			if rel, err := filepath.Rel(abs, d); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-				sh.Dir = rel
-			}
+			sh.Dir = RelPath(dir, sh.Dir)
 		}
 	}
+}
+
+// RelPath returns path relative to the directory dir when it lies within
+// dir ("shards/shard-0") or beside it, within dir's parent
+// ("../shard-0", as a Kubernetes run leaves /results/report beside
+// /results/shard-0), so that what a run directory records survives a copy
+// of dir, or of dir's parent, whole. Any other path, and any path either
+// of which cannot be made absolute, is returned as it is.
+func RelPath(dir, path string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return path
+	}
+	p, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	rel, err := filepath.Rel(abs, p)
+	if err != nil {
+		return path
+	}
+	// Within dir, or one level up and down again: not dir's parent itself,
+	// nor anything further up.
+	first, rest, _ := strings.Cut(rel, string(filepath.Separator))
+	second, _, _ := strings.Cut(rest, string(filepath.Separator))
+	if first == ".." && (rest == "" || second == "..") {
+		return path
+	}
+	return rel
 }
 
 // AppendMarkdown appends WriteMarkdown's summary of s to the file at path,

@@ -86,3 +86,21 @@ func TestAppendMarkdown(t *testing.T) {
 		t.Error("AppendMarkdown under a file: no error")
 	}
 }
+
+// TestRelPath: what lies within a run directory or beside it is recorded
+// relative to it; what lies further away, as it is.
+func TestRelPath(t *testing.T) {
+	for _, tt := range []struct{ dir, path, want string }{
+		{"/results/report", "/results/report/shards/shard-0", "shards/shard-0"},
+		{"/results/report", "/results/shard-0", "../shard-0"},
+		{"/results/report", "/results", "/results"},
+		{"/results/report", "/elsewhere/shard-0", "/elsewhere/shard-0"},
+		{"/a/results/report", "/a/shard-0", "/a/shard-0"},
+		{"/results/report", "/results/..shard-0", "../..shard-0"},
+		{"/results/report", "/results/report", "."},
+	} {
+		if got := RelPath(tt.dir, tt.path); got != filepath.FromSlash(tt.want) {
+			t.Errorf("RelPath(%q, %q) = %q, want %q", tt.dir, tt.path, got, tt.want)
+		}
+	}
+}

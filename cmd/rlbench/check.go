@@ -543,6 +543,10 @@ func (c *checkCommand) checkShards(dirs []string, flags *checkFlags) error {
 			sh := sc.Shards[i]
 			why := fmt.Sprintf("%s could not run in %s: %s", shardName(sh), sh.Dir, sh.Record.Error)
 			fmt.Fprintf(c.stdout, "[%s] %s\n\n", sc.Name, why)
+			if flags.out != "" {
+				// What the merged run keeps names the shard from where it is.
+				why = fmt.Sprintf("%s could not run in %s: %s", shardName(sh), reports.RelPath(flags.out, sh.Dir), sh.Record.Error)
+			}
 			s.Add(sc.Name, []checker.Result{checker.CouldNotRun(errors.New(why))})
 			record.Scenarios = append(record.Scenarios, runrecord.ScenarioRecord{Name: sc.Name, Error: why})
 			couldNotRun++

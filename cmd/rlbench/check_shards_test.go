@@ -158,6 +158,22 @@ func TestCheckShards(t *testing.T) {
 	if code, _, errOut = runCheck(t, root); code != exitOK {
 		t.Errorf("SHARDS_ROOT holding a merged run: exit %d: %s", code, errOut)
 	}
+	// Beside its shards, as the Kubernetes check leaves /results/report
+	// beside /results/shard-I, the merged run names them relative to
+	// itself, and their directory copied whole is checked again.
+	if rec, err := readRunRecord(filepath.Join(root, "merged")); err != nil || rec.Scenarios[0].Shards[1].Dir != filepath.Join("..", filepath.Base(dirs[1])) {
+		t.Errorf("a shard beside the merged run is recorded as %+v (%v), want ../%s", rec.Scenarios[0].Shards[1], err, filepath.Base(dirs[1]))
+	}
+	if html, _ := os.ReadFile(filepath.Join(root, "merged", "report.html")); bytes.Contains(html, []byte(root)) {
+		t.Errorf("report.html beside the shards names %s", root)
+	}
+	copied := filepath.Join(t.TempDir(), "copied")
+	if err := os.CopyFS(copied, os.DirFS(root)); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut = runCheck(t, filepath.Join(copied, "merged")); code != exitOK || !strings.Contains(out, "re-checked from its 3 shards: "+filepath.Join(copied, filepath.Base(dirs[0]))) {
+		t.Errorf("re-check of a copied merged run beside its shards: exit %d:\n%s\n%s", code, out, errOut)
+	}
 
 	// One shard alone is a run directory whose verdicts cover that shard.
 	if code, out, _ = runCheck(t, dirs[1]); code != exitOK || !strings.Contains(out, "Note: this is shard 1/3 of run c0ffee00: its verdicts cover its own requests only") {

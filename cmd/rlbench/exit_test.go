@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -51,7 +53,8 @@ func TestMainExitCodes(t *testing.T) {
 		{"the generator fell behind", runError(summary(0, pass, behind), 0, false), exitHarnessError, "the harness could not make a valid test (the ERROR checks above); no limiter check failed"},
 		{"a limiter failure takes precedence", runError(summary(0, behind, fail), 0, true), exitCheckFailed, "one or more checks failed"},
 		{"a scenario that could not run", runError(summary(0, checker.CouldNotRun(errors.New("no redis-server"))), 1, false), exitHarnessError, "1 of 1 scenario could not run"},
-		{"usage", usagef("bad flag"), exitInvalid, "bad flag"},
+		{"usage", usagef("bad flag"), exitInvalid, "rlbench fake: bad flag\nrun 'rlbench fake -h' for help\n"},
+		{"help", flag.ErrHelp, exitOK, ""},
 		{"invalid input", errors.New("scenario.yaml:3: bad"), exitInvalid, "scenario.yaml:3: bad"},
 	}
 	for _, tc := range tests {
@@ -122,5 +125,56 @@ func TestListWrapsAt80(t *testing.T) {
 		"            x y\n"
 	if got != want {
 		t.Errorf("twoColumns =\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestUsageErrorOneLine: a wrong flag or argument to any command prints one
+// line naming it and the fix, then where the help is, and exits 2; -h alone
+// prints the whole usage, and exits 0.
+func TestUsageErrorOneLine(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string // the first line, whole
+	}{
+		{"unknown flag", []string{"run", "--nope"}, "rlbench run: --nope: no such flag"},
+		{"misspelled flag", []string{"run", "--fail-on-skp", "quickstart"}, "rlbench run: --fail-on-skp: no such flag; did you mean --fail-on-skip?"},
+		{"no argument", []string{"check"}, "rlbench check: want a HISTORY file, a run directory, or the run directories of a run's shards"},
+		{"bad value", []string{"k8s", "x", "--shards", "0"}, "rlbench k8s: --shards 0: want 1 to 1024"},
+		{"not a number", []string{"k8s", "x", "--shards", "four"}, "rlbench k8s: --shards four: not a whole number"},
+		{"not a duration", []string{"k8s", "x", "--timeout", "10"}, "rlbench k8s: --timeout 10: not a duration; want a number with a unit, as 500ms, 30s or 2m"},
+		{"not a boolean", []string{"run", "--fail-on-skip=maybe", "quickstart"}, "rlbench run: --fail-on-skip maybe: want true or false"},
+		{"flag without its value", []string{"report", "--nope=1", "dir"}, "rlbench report: --nope: no such flag"},
+		{"unknown command", []string{"chekc"}, `rlbench: unknown command "chekc"; did you mean check?`},
+		{"help of an unknown command", []string{"help", "mutant"}, `rlbench help: unknown command "mutant"; did you mean mutate?`},
+		{"a flag without its value", []string{"init", "--route", "/v1", "--url"}, "rlbench init: --url: needs a value, as --url VALUE"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr strings.Builder
+			if code := run(context.Background(), tt.args, &stderr); code != exitInvalid {
+				t.Fatalf("exit %d, want %d:\n%s", code, exitInvalid, stderr.String())
+			}
+			lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+			if len(lines) != 2 {
+				t.Fatalf("stderr has %d lines, want 2:\n%s", len(lines), stderr.String())
+			}
+			if lines[0] != tt.want {
+				t.Errorf("stderr line 1 = %q, want %q", lines[0], tt.want)
+			}
+			wantHelp := fmt.Sprintf("run 'rlbench %s -h' for help", tt.args[0])
+			if tt.args[0] == "chekc" || tt.args[0] == "help" {
+				wantHelp = "run 'rlbench help' for the commands"
+			}
+			if lines[1] != wantHelp {
+				t.Errorf("stderr line 2 = %q, want %q", lines[1], wantHelp)
+			}
+		})
+	}
+	var stdout bytes.Buffer
+	if err := (&k8sCommand{stdout: &stdout}).Run(context.Background(), []string{"-h"}); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("k8s -h: %v, want flag.ErrHelp", err)
+	}
+	if !strings.HasPrefix(stdout.String(), "Usage: rlbench k8s") || !strings.Contains(stdout.String(), "--shards N") {
+		t.Errorf("k8s -h prints no usage:\n%s", stdout.String())
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/harness/history"
+	"github.com/rlbench/rlbench/scenarios/nearest"
 )
 
 // usageWidth is the column the usage texts wrap at.
@@ -70,7 +71,8 @@ func (f *floatFlag) Get() any { return *f.p }
 
 // parseArgs parses args with fs, flags accepted before and after the
 // positional arguments (see flagsFirst). It returns flag.ErrHelp for -h or
-// --help and a usage error for anything else fs rejects.
+// --help and a usage error for anything else fs rejects, which names the
+// flag and what it takes (flagError).
 func parseArgs(fs *flag.FlagSet, args []string) error {
 	fs.SetOutput(io.Discard)
 	args, err := flagsFirst(fs, args)
@@ -81,9 +83,75 @@ func parseArgs(fs *flag.FlagSet, args []string) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return usagef("%v", err)
+		return usagef("%s", flagError(fs, err))
 	}
 	return nil
+}
+
+// flagError restates an error of fs.Parse in the words of rlbench's other
+// usage errors: the flag as --NAME and its value first, then what it takes
+// ("--nope: no such flag; did you mean --note?", "--shards x: not a whole
+// number"). The flag package's own words stay for what it does not say in
+// one of its known forms.
+func flagError(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		if w := nearest.Word(name, names); w != "" {
+			return fmt.Sprintf("--%s: no such flag; did you mean --%s?", name, w)
+		}
+		return fmt.Sprintf("--%s: no such flag", name)
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return fmt.Sprintf("--%s: needs a value, as --%s VALUE", name, name)
+	}
+	// flag.FlagSet.Parse: `invalid value "V" for flag -NAME: REASON` and
+	// `invalid boolean value "V" for -NAME: REASON`.
+	for _, prefix := range []string{"invalid value ", "invalid boolean value "} {
+		rest, ok := strings.CutPrefix(msg, prefix)
+		if !ok {
+			continue
+		}
+		value, err := strconv.QuotedPrefix(rest)
+		if err != nil {
+			break
+		}
+		rest = strings.TrimPrefix(strings.TrimPrefix(rest[len(value):], " for flag -"), " for -")
+		name, reason, ok := strings.Cut(rest, ": ")
+		if !ok {
+			break
+		}
+		if f := fs.Lookup(name); f != nil && (reason == "parse error" || reason == "value out of range") {
+			reason = flagWants(f, reason)
+		}
+		if v, err := strconv.Unquote(value); err == nil && v != "" && !strings.ContainsAny(v, " \t\"") {
+			value = v
+		}
+		return fmt.Sprintf("--%s %s: %s", name, value, reason)
+	}
+	return msg
+}
+
+// flagWants says what a flag of the standard types takes, for the flag
+// package's bare "parse error" or "value out of range" (reason).
+func flagWants(f *flag.Flag, reason string) string {
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return reason
+	}
+	switch g.Get().(type) {
+	case bool:
+		return "want true or false"
+	case int, int64, uint, uint64:
+		if reason == "value out of range" {
+			return "out of range; want a whole number"
+		}
+		return "not a whole number"
+	case time.Duration:
+		return "not a duration; want a number with a unit, as 500ms, 30s or 2m"
+	}
+	return reason
 }
 
 // flagsFirst returns args reordered for fs.Parse, which stops at the first
@@ -117,7 +185,7 @@ func flagsFirst(fs *flag.FlagSet, args []string) ([]string, error) {
 				continue
 			}
 			if i+1 == len(args) {
-				return nil, fmt.Errorf("flag needs an argument: %s", a)
+				return nil, fmt.Errorf("--%s: needs a value, as --%s VALUE", name, name)
 			}
 			i++
 			flags = append(flags, args[i])

@@ -45,15 +45,15 @@ func (f *k8sFlags) flagSet() *flag.FlagSet {
 		"under its name, and its keys files; required when it takes any")
 	fs.StringVar(&f.pvc, "pvc", "", "keep the results on the existing ReadWriteMany claim `NAME` instead of a new one")
 	fs.StringVar(&f.storageClass, "storage-class", "", "make the results' claim in the ReadWriteMany storage `CLASS` (default the cluster's default class)")
-	f.volumeSize.set(k8s.DefaultVolumeSize)
-	fs.Var(&f.volumeSize, "volume-size", "the `SIZE` of the results' claim, as 1Gi: the shards' histories and the report")
+	f.volumeSize = bytesQuantity(k8s.DefaultVolumeSize, minVolumeSize, "Gi")
+	fs.Var(&f.volumeSize, "volume-size", fmt.Sprintf("the `SIZE` of the results' claim in bytes, at least %s, as 1Gi or 500Mi: the shards' histories and the report", minVolumeSize))
 	f.cpu.set(k8s.DefaultCPURequest)
 	fs.Var(&f.cpu, "cpu", "the CPU each shard and the check request, in `CORES` (500m is half a core)")
 	f.cpuLimit.set(k8s.DefaultCPULimit)
 	fs.Var(&f.cpuLimit, "cpu-limit", "the most CPU each may use, in `CORES`; 0 for no limit")
-	f.memory.set(k8s.DefaultMemoryRequest)
-	fs.Var(&f.memory, "memory", "the memory each shard and the check request, in `BYTES` (512Mi, 2Gi)")
-	f.memoryLimit.set(k8s.DefaultMemoryLimit)
+	f.memory = bytesQuantity(k8s.DefaultMemoryRequest, minMemory, "Mi")
+	fs.Var(&f.memory, "memory", fmt.Sprintf("the memory each shard and the check request, in `BYTES`, at least %s (512Mi, 2Gi)", minMemory))
+	f.memoryLimit = bytesQuantity(k8s.DefaultMemoryLimit, minMemory, "Mi")
 	fs.Var(&f.memoryLimit, "memory-limit", "the most memory each may use, in `BYTES`; 0 for no limit")
 	fs.DurationVar(&f.timeout, "timeout", 0, "end the shards' Job, and stop the check waiting for them, this long after they start "+
 		fmt.Sprintf("(default the start delay, the scenario's traffic and %v)", k8s.DefaultTimeoutSlack))
@@ -248,9 +248,32 @@ func resources(f *k8sFlags) (corev1.ResourceRequirements, error) {
 	return res, nil
 }
 
-// quantityFlag is a Kubernetes resource quantity flag: "500m", "2",
-// "512Mi", "1Gi".
-type quantityFlag struct{ q resource.Quantity }
+// The least memory and results' claim the k8s flags take: a pod of the Go
+// runtime, rlbench and its histories' buffers does not start in less than
+// tens of MiB, and a smaller number is a misplaced suffix ("500m" is half a
+// byte in Kubernetes quantities, "512" 512 bytes).
+const (
+	minMemory     = "64Mi"
+	minVolumeSize = "16Mi"
+)
+
+// quantityFlag is a Kubernetes resource quantity flag: CPU in cores
+// ("500m", "2"), or with bytes set a size in bytes ("512Mi", "1Gi").
+type quantityFlag struct {
+	q resource.Quantity
+	// bytes marks a size in bytes, which Set takes in whole bytes (no
+	// milli suffix) and, above 0, of at least min; unit is the binary
+	// suffix its "did you mean" suggests, as Mi.
+	bytes bool
+	min   resource.Quantity
+	unit  string
+}
+
+// bytesQuantity returns a quantityFlag of bytes at value def, taking at
+// least min above 0 and suggesting unit for a number too small.
+func bytesQuantity(def, min, unit string) quantityFlag {
+	return quantityFlag{q: resource.MustParse(def), bytes: true, min: resource.MustParse(min), unit: unit}
+}
 
 // set sets the flag's value to s, a quantity known to parse.
 func (f *quantityFlag) set(s string) { f.q = resource.MustParse(s) }
@@ -262,12 +285,38 @@ func (f *quantityFlag) String() string {
 	return f.q.String()
 }
 
-// Set parses s; the error says what the flag takes.
+// Set parses s; the error says what the flag takes. A size in bytes
+// refuses a fraction of a byte ("500m") and a positive size below its
+// least, suggesting the number with its unit ("did you mean 500Mi?").
+// Negative sizes are left for the caller, which says what it takes.
 func (f *quantityFlag) Set(s string) error {
-	q, err := resource.ParseQuantity(strings.TrimSpace(s))
-	if err != nil {
-		return fmt.Errorf("not a quantity; want a number with an optional suffix, as 500m, 2, 512Mi or 1Gi")
+	s = strings.TrimSpace(s)
+	q, err := resource.ParseQuantity(s)
+	switch {
+	case err != nil && f.bytes:
+		return fmt.Errorf("not a quantity; want bytes with a binary suffix, as 512Mi or 1Gi")
+	case err != nil:
+		return fmt.Errorf("not a quantity; want cores, as 500m (half a core) or 2")
+	case !f.bytes || q.Sign() <= 0:
+	case q.MilliValue()%1000 != 0:
+		return fmt.Errorf("a fraction of a byte (m is milli in Kubernetes quantities); want at least %s%s", f.min.String(), f.suggest(s))
+	case q.Cmp(f.min) < 0:
+		return fmt.Errorf("below the least this takes, %s%s", f.min.String(), f.suggest(s))
 	}
 	f.q = q
 	return nil
+}
+
+// suggest returns "; did you mean NUnit?" for s, the number of s with the
+// flag's unit in place of its suffix, when that is a size the flag takes.
+func (f *quantityFlag) suggest(s string) string {
+	n := strings.TrimRightFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	if n == "" || strings.ContainsAny(n, "+-eE") {
+		return ""
+	}
+	q, err := resource.ParseQuantity(n + f.unit)
+	if err != nil || q.Cmp(f.min) < 0 {
+		return ""
+	}
+	return fmt.Sprintf("; did you mean %s%s?", n, f.unit)
 }

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/rlbench/rlbench/harness/checker"
+	"github.com/rlbench/rlbench/scenarios/nearest"
 )
 
 // command is one subcommand: Run parses args itself (flag.ContinueOnError) and
@@ -89,7 +90,8 @@ func statusError(s checker.Status) error {
 	return nil
 }
 
-// usageError is bad command-line input: it exits 2 and prints the usage.
+// usageError is bad command-line input: main prints it on one line, naming
+// the flag or argument and the fix, points at the command's -h, and exits 2.
 type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
@@ -115,7 +117,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	newCmd, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "rlbench: unknown command %q\n\n%s", args[0], mainUsage())
+		fmt.Fprintf(stderr, "rlbench: unknown command %q%s\nrun 'rlbench help' for the commands\n", args[0], didYouMean(args[0], commandNames()))
 		return exitInvalid
 	}
 	cmd := newCmd()
@@ -131,7 +133,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rlbench %s: %v\n", args[0], err)
 		return exitHarnessError
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "rlbench %s: %v\n\n%s", args[0], err, cmd.Usage())
+		// One line and a pointer to the help, as go and git do: a full
+		// usage would bury the line that says what to fix.
+		fmt.Fprintf(stderr, "rlbench %s: %v\nrun 'rlbench %s -h' for help\n", args[0], err, args[0])
 		return exitInvalid
 	default:
 		fmt.Fprintf(stderr, "rlbench %s: %v\n", args[0], err)
@@ -147,24 +151,39 @@ func printHelp(args []string, w io.Writer) int {
 		fmt.Fprint(w, mainUsage())
 		return exitOK
 	case len(args) > 1:
-		fmt.Fprintf(w, "rlbench help: name one command, not %d\n\n%s", len(args), mainUsage())
+		fmt.Fprintf(w, "rlbench help: name one command, not %d\nrun 'rlbench help' for the commands\n", len(args))
 		return exitInvalid
 	}
 	newCmd, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(w, "rlbench help: unknown command %q\n\n%s", args[0], mainUsage())
+		fmt.Fprintf(w, "rlbench help: unknown command %q%s\nrun 'rlbench help' for the commands\n", args[0], didYouMean(args[0], commandNames()))
 		return exitInvalid
 	}
 	fmt.Fprint(w, newCmd().Usage())
 	return exitOK
 }
 
-func mainUsage() string {
+// commandNames returns the subcommands' names, sorted.
+func commandNames() []string {
 	names := make([]string, 0, len(commands))
 	for name := range commands {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	return names
+}
+
+// didYouMean returns "; did you mean X?" for the word of valid nearest to s,
+// or "" when none is near enough to be a likely misspelling.
+func didYouMean(s string, valid []string) string {
+	if w := nearest.Word(s, valid); w != "" {
+		return fmt.Sprintf("; did you mean %s?", w)
+	}
+	return ""
+}
+
+func mainUsage() string {
+	names := commandNames()
 	var b strings.Builder
 	b.WriteString("Usage: rlbench COMMAND [flags] [args]\n\n" +
 		wrap("rlbench proves that an API rate limiter keeps its promise under load and faults.", usageWidth) +

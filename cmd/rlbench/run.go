@@ -234,6 +234,10 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 			o, err = r.Run(ctx, sc)
 		}
 		if ctx.Err() != nil {
+			if ie := (*runner.InterruptedError)(nil); errors.As(err, &ie) && ie.Advice != "" {
+				// What the local shards ran before the interrupt, and how to check it.
+				return fmt.Errorf("interrupted: %w\n%s", ctx.Err(), ie.Advice)
+			}
 			return fmt.Errorf("interrupted: %w", ctx.Err())
 		}
 		if missing := (*peers.NotInstalledError)(nil); errors.As(err, &missing) {
@@ -322,8 +326,8 @@ var drillFlags = []string{"clock-skew", "clock-misreport", "clock-uncertainty-fl
 
 func (f *startFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.at, "start-at", "", "begin the first phase at `TIME`: RFC 3339 with fractional seconds on the limiter's clock "+
-		"(2025-06-01T12:00:00.5Z; this host's when the offset to it is known only after the traffic), or +DURATION after now "+
-		"on this host's clock (+30s); give every shard the same TIME. One scenario only")
+		"(2025-06-01T12:00:00.5Z; this host's when the offset to it is known only after the traffic), or, unsharded, +DURATION "+
+		"after now on this host's clock (+30s); give every shard the same absolute TIME. One scenario only")
 	fs.DurationVar(&f.tolerance, "start-tolerance", shardsync.DefaultTolerance, "fail a scenario whose first phase would begin more than `DURATION` after the start of --start-at or --barrier")
 	fs.BoolVar(&f.barrier, "barrier", false, "meet the other shards (--shard I/N, the same --run-id) before each scenario in its Redis "+
 		"(redis.url or --redis-url, shared by the shards) and begin together, --barrier-lead after the last arrives")
@@ -369,6 +373,13 @@ func (f *startFlags) options(shard bool, scenarios int, fs *flag.FlagSet) (runne
 		var err error
 		if s.At, s.OnHost, err = parseStartAt(f.at, clock.Now()); err != nil {
 			return s, clock, usagef("--start-at %v", err)
+		}
+		if s.OnHost && shard {
+			// Each shard would add the delay to its own launch, on its own
+			// host's clock: hosts launched a second apart start a second apart.
+			return s, clock, usagef("--start-at %s: each shard would read +DURATION from its own launch on its own host, and the shards start apart: "+
+				"give every shard one absolute time, as --start-at %s, or meet at --barrier",
+				f.at, s.At.Add(time.Second-1).Truncate(time.Second).UTC().Format(time.RFC3339))
 		}
 	}
 	return s, clock, nil

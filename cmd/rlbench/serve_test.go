@@ -269,9 +269,9 @@ func TestServeUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown flag", []string{"--port", "1"}, "flag provided but not defined: -port"},
+		{"unknown flag", []string{"--port", "1"}, "--port: no such flag"},
 		{"positional argument", []string{"extra"}, `unexpected argument "extra"`},
-		{"bad duration", []string{"--plan-refresh", "soon"}, `invalid value "soon" for flag -plan-refresh`},
+		{"bad duration", []string{"--plan-refresh", "soon"}, `--plan-refresh soon`},
 		{"bad log level", []string{"--log-level", "loud"}, `--log-level "loud"`},
 		{"bad store", []string{"--store", "disk"}, `unknown store "disk"`},
 		{"redis store without URL", []string{"--store", "redis"}, "needs a Redis URL"},

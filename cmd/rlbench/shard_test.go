@@ -53,8 +53,8 @@ func TestRunShardFlag(t *testing.T) {
 		want string
 	}{
 		{"no run id", []string{"--shard", "0/2", file}, "--shard 0/2 needs --run-id: the shards of one run send the same identities only under one run id; give every shard the same, such as --run-id "},
-		{"not I/N", []string{"--shard", "a/b", "--run-id", "3f9a1c07", file}, `invalid value "a/b" for flag -shard: shard "a/b": index "a" is not an integer: want I/N, as 0/3`},
-		{"not an index", []string{"--shard", "x", "--run-id", "3f9a1c07", file}, `invalid value "x" for flag -shard: want I/N, as 0/3 (shard 0 of 3), or I (from 0) for shard I of the scenario's shards.count`},
+		{"not I/N", []string{"--shard", "a/b", "--run-id", "3f9a1c07", file}, `--shard a/b: shard "a/b": index "a" is not an integer: want I/N, as 0/3`},
+		{"not an index", []string{"--shard", "x", "--run-id", "3f9a1c07", file}, `--shard x: want I/N, as 0/3 (shard 0 of 3), or I (from 0) for shard I of the scenario's shards.count`},
 		{"index beyond the scenario's count", []string{"--shard", "2", "--run-id", "3f9a1c07", file}, "--shard 2: scenario sharded: shard index 2 of 2: want 0 to 1"},
 		{"a drill", []string{"--shard", "0/2", "--run-id", "3f9a1c07", file, "drill-redis-pause"},
 			"--shard 0/2: embedded:drill-redis-pause.yaml: not shardable: faults: a drill's faults act on one Redis or instance"},

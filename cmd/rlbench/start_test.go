@@ -36,6 +36,8 @@ func TestStartFlagsUsage(t *testing.T) {
 		{"not a time", []string{"--start-at", "noon", "quickstart"}, `--start-at "noon": want an RFC 3339 time with fractional seconds`},
 		{"no fraction, no zone", []string{"--start-at", "2025-06-01T12:00:00", "quickstart"}, "want an RFC 3339 time"},
 		{"relative zero", []string{"--start-at", "+0s", "quickstart"}, `--start-at "+0s": 0s is not a positive duration`},
+		{"relative start of a shard", []string{"--shard", "0/2", "--run-id", "0a1b2c3d", "--start-at", "+30s", "quickstart"}, "--start-at +30s: each shard would read +DURATION from its own launch on its own host, and the shards start apart: give every shard one absolute time, as --start-at 20"},
+		{"relative start of a shard, or a barrier", []string{"--shard", "1/2", "--run-id", "0a1b2c3d", "--start-at", "+30s", "quickstart"}, "Z, or meet at --barrier"},
 		{"two scenarios", []string{"--start-at", "+5s", "quickstart", "concurrency"}, "this run has 2: name one, or use --barrier"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -91,14 +91,24 @@ func (t *timings) results(rec *runrecord.ScenarioRecord) []Result {
 	var out []Result
 	loadOK := true
 	if c := rec.Checks; c != nil {
-		delivered := t.delivered(rec.Phases)
+		delivered, want := t.delivered(rec.Phases)
 		loadOK = delivered >= c.LoadDelivered
+		why := fmt.Sprintf("the generator sent %.1f%% of the open-model requests within %v of their schedule", 100*delivered, c.LagTolerance)
+		switch {
+		case want > 0:
+		case rec.Shard != nil && planned(rec.Phases) == 0:
+			why = "no request planned for this shard"
+		case rec.Shard != nil:
+			why = "no request of an open-model phase planned for this shard"
+		default:
+			why = "no request of an open-model phase planned"
+		}
 		out = append(out, verdictOf(Result{
 			Name: CheckLoadDelivered, Class: ClassHarness, Observed: delivered, Bound: c.LoadDelivered, Unit: "fraction of planned requests sent on time",
-			Explanation: fmt.Sprintf("the generator sent %.1f%% of the open-model requests within %v of their schedule", 100*delivered, c.LagTolerance),
+			Explanation: why,
 		}, loadOK))
 	}
-	out = append(out, burstSpreadResults(rec.Phases)...)
+	out = append(out, burstSpreadResults(rec.Phases, rec.Shard != nil)...)
 	out = append(out, verdictOf(Result{
 		Name: CheckHistoryComplete, Class: ClassHarness, Observed: float64(rec.Dropped), Bound: 0, Unit: "results dropped",
 		Explanation: "every result reached the history (a consumer too slow for the generator drops results, and the checks would miss them)",
@@ -133,10 +143,11 @@ func (t *timings) results(rec *runrecord.ScenarioRecord) []Result {
 // delivered is the load delivered over the open-model phases (constant and
 // ramp): requests sent within the lag tolerance of their schedule, counted
 // from the history, over the requests planned less those withheld on a
-// Retry-After, from the record. 1 when there is no such phase. A phase
+// Retry-After, from the record, and that number of requests planned: 1 and
+// 0 when no open-model phase planned a request. A phase
 // whose name an open-model phase shares with another kind of phase is
 // counted from the record, since its history records cannot be told apart.
-func (t *timings) delivered(phases []runrecord.PhaseRecord) float64 {
+func (t *timings) delivered(phases []runrecord.PhaseRecord) (float64, int) {
 	type kinds struct{ open, other bool }
 	byName := map[string]kinds{}
 	for i := range phases {
@@ -165,9 +176,18 @@ func (t *timings) delivered(phases []runrecord.PhaseRecord) float64 {
 		}
 	}
 	if want <= 0 {
-		return 1
+		return 1, 0
 	}
-	return float64(onTime) / float64(want)
+	return float64(onTime) / float64(want), want
+}
+
+// planned counts the requests phases planned, less those withheld.
+func planned(phases []runrecord.PhaseRecord) int {
+	n := 0
+	for i := range phases {
+		n += phases[i].Planned - phases[i].Withheld
+	}
+	return n
 }
 
 // overhead compares the limited route with its baseline at p50, p99 and

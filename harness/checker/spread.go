@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/rlbench/rlbench/harness/runrecord"
@@ -25,8 +26,11 @@ func SpreadBound(spread time.Duration) time.Duration {
 // spread: a load-delivered result per phase with bursts, failing when a
 // burst's achieved spread exceeds SpreadBound (the concurrency the scenario
 // claims is then not the concurrency the limiter saw), unknown when a burst
-// did not send every request. It reads only what run.json records.
-func burstSpreadResults(phases []runrecord.PhaseRecord) []Result {
+// did not send every request. A phase whose bursts planned no request (a
+// shard's, of a run whose shards split the bursts' keys) passes, and says
+// so, rather than report the spread of nothing. It reads only what
+// run.json records; shard says the record is a shard's.
+func burstSpreadResults(phases []runrecord.PhaseRecord, shard bool) []Result {
 	var out []Result
 	for _, p := range phases {
 		if len(p.Bursts) == 0 {
@@ -36,6 +40,14 @@ func burstSpreadResults(phases []runrecord.PhaseRecord) []Result {
 		r := Result{
 			Name: CheckLoadDelivered, Class: ClassHarness, Scope: p.Name + " spread", Unit: "ms achieved spread",
 			Observed: millis(p.AchievedSpread), Bound: millis(bound), Verdict: Pass,
+		}
+		if !slices.ContainsFunc(p.Bursts, func(b runrecord.BurstRecord) bool { return b.Requests > 0 }) {
+			r.Explanation = "no request of its bursts planned"
+			if shard {
+				r.Explanation = "no request planned for this shard"
+			}
+			out = append(out, r)
+			continue
 		}
 		widest, short := 0, -1
 		for i, b := range p.Bursts {

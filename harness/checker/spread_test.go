@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/harness/history"
 	"github.com/rlbench/rlbench/harness/runrecord"
 )
 
@@ -55,7 +56,7 @@ func TestBurstSpreadResults(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := burstSpreadResults([]runrecord.PhaseRecord{{Name: "steady", Kind: "constant"}, tt.phase})
+			got := burstSpreadResults([]runrecord.PhaseRecord{{Name: "steady", Kind: "constant"}, tt.phase}, false)
 			if len(got) != 1 {
 				t.Fatalf("%d results, want 1 (none for a phase without bursts)", len(got))
 			}
@@ -74,6 +75,58 @@ func TestBurstSpreadResults(t *testing.T) {
 			}
 			if raised := tt.phase.Bursts[0].Raised; raised && strings.Contains(r.Explanation, "CAP_SYS_NICE") {
 				t.Errorf("Explanation %q of a burst released at a raised priority suggests raising it", r.Explanation)
+			}
+		})
+	}
+}
+
+// TestLoadDeliveredNothingPlanned: a shard that owns no request of a phase
+// passes load-delivered saying so, and shows no fraction or spread of
+// nothing as if it had been measured.
+func TestLoadDeliveredNothingPlanned(t *testing.T) {
+	shard := &history.Shard{Index: 1, Count: 2}
+	open := runrecord.PhaseRecord{Name: "steady", Kind: "constant", Planned: 40, Sent: 40, OnTime: 40}
+	emptyOpen := runrecord.PhaseRecord{Name: "steady", Kind: "constant"}
+	emptyBurst := runrecord.PhaseRecord{Name: "hundred", Kind: "burst", Spread: 5 * time.Millisecond, Bursts: []runrecord.BurstRecord{{}}}
+	burst := runrecord.PhaseRecord{Name: "hundred", Kind: "burst", Planned: 100, Sent: 100, Spread: 5 * time.Millisecond,
+		Bursts: []runrecord.BurstRecord{{Requests: 100, Sent: 100, Written: 100, Achieved: 3 * time.Millisecond}}, AchievedSpread: 3 * time.Millisecond}
+	tests := []struct {
+		name   string
+		shard  *history.Shard
+		phases []runrecord.PhaseRecord
+		want   []string // each load-delivered result's explanation, in order
+	}{
+		{"an empty shard", shard, []runrecord.PhaseRecord{emptyOpen, emptyBurst},
+			[]string{"no request planned for this shard", "no request planned for this shard"}},
+		{"a shard with bursts only", shard, []runrecord.PhaseRecord{emptyOpen, burst},
+			[]string{"no request of an open-model phase planned for this shard", "the widest burst: 100 requests sent within 0s"}},
+		{"a shard with an open-model phase only", shard, []runrecord.PhaseRecord{open, emptyBurst},
+			[]string{"the generator sent 0.0% of the open-model requests", "no request planned for this shard"}},
+		{"an unsharded run of bursts", nil, []runrecord.PhaseRecord{burst},
+			[]string{"no request of an open-model phase planned", "the widest burst"}},
+		{"an unsharded run of empty bursts", nil, []runrecord.PhaseRecord{emptyBurst},
+			[]string{"no request of an open-model phase planned", "no request of its bursts planned"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &runrecord.ScenarioRecord{Shard: tt.shard, Phases: tt.phases,
+				Checks: &runrecord.CheckSettings{LoadDelivered: 0.98, LagTolerance: 50 * time.Millisecond}}
+			var got []Result
+			for _, r := range newTimings(rec).results(rec) {
+				if r.Name == CheckLoadDelivered {
+					got = append(got, r)
+				}
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("%d load-delivered results, want %d: %+v", len(got), len(tt.want), got)
+			}
+			for i, r := range got {
+				if !strings.HasPrefix(r.Explanation, tt.want[i]) {
+					t.Errorf("result %d (%s): Explanation %q, want it to start %q", i, r.Scope, r.Explanation, tt.want[i])
+				}
+				if nothing := strings.HasPrefix(tt.want[i], "no request"); nothing && r.Verdict != Pass {
+					t.Errorf("result %d (%s): Verdict = %s, want %s", i, r.Scope, r.Verdict, Pass)
+				}
 			}
 		})
 	}

@@ -234,7 +234,9 @@ func (r *Runner) RunLocalShards(ctx context.Context, sc *scenarios.Scenario, ls 
 	cmds := make([]*exec.Cmd, 0, ls.Count)
 	done := make(chan error, ls.Count)
 	running := 0
-	defer func() {
+	// stop interrupts every shard still running, then kills it, and waits
+	// for them all.
+	stop := func() {
 		if running == 0 {
 			return
 		}
@@ -251,7 +253,8 @@ func (r *Runner) RunLocalShards(ctx context.Context, sc *scenarios.Scenario, ls 
 			<-done
 		}
 		kill.Stop()
-	}()
+	}
+	defer stop()
 	r.logf("%s: %s on this machine, run %s, against %s", sc.Name, checker.Count(ls.Count, "local shards"), runID, strings.Join(urls, " "))
 	for i := range ls.Count {
 		dirs[i] = filepath.Join(shardsDir, fmt.Sprintf("shard-%d", i))
@@ -292,7 +295,10 @@ func (r *Runner) RunLocalShards(ctx context.Context, sc *scenarios.Scenario, ls 
 			running--
 			shardErr = errors.Join(shardErr, err)
 		case <-ctx.Done():
-			return fail(context.Cause(ctx))
+			// The shards have had their interrupt too: once they have
+			// written what they ran, say how to check it.
+			stop()
+			return fail(&InterruptedError{Cause: context.Cause(ctx), Advice: interruptedAdvice(filepath.Join(r.opts.OutDir, sc.Name, "shards"), sc.Name, ls.Count)})
 		case <-timer.C:
 			return fail(fmt.Errorf("the local shards did not finish within %v", bound))
 		}
@@ -342,9 +348,79 @@ func (r *Runner) RunLocalShards(ctx context.Context, sc *scenarios.Scenario, ls 
 		return fail(fmt.Errorf("write the merged history: %w", err))
 	}
 	rep.Record.History, rep.Record.Source, rep.Record.Redis = rel, sc.Source, out.Redis
-	rep.Notes = append(rep.Notes, fmt.Sprintf("run as %s on this machine against one target and Redis the parent run started; the shards' runs are in %s",
-		checker.Count(ls.Count, "local shards"), shardsDir))
+	// Named within the run directory, which can then be copied whole.
+	rep.Notes = append(rep.Notes, fmt.Sprintf("run as %s on this machine against one target and Redis the parent run started; the shards' runs are in %s of the run directory",
+		checker.Count(ls.Count, "local shards"), filepath.Join(sc.Name, "shards")))
 	return rep, nil
+}
+
+// InterruptedError is RunLocalShards's error when its context ends before
+// its shards finish. Advice says what of the shards' runs exists and the
+// commands that check it; it is empty when they recorded nothing.
+type InterruptedError struct {
+	Cause  error
+	Advice string
+}
+
+func (e *InterruptedError) Error() string {
+	if e.Advice == "" {
+		return "interrupted: " + e.Cause.Error()
+	}
+	return "interrupted: " + e.Cause.Error() + "\n" + e.Advice
+}
+
+// Unwrap returns the context's cause.
+func (e *InterruptedError) Unwrap() error { return e.Cause }
+
+// interruptedAdvice returns, for the count shards of scenario name whose
+// run directories are shardsDir/shard-I, the commands that check what they
+// left: the shards that finished (run.json) as one run, and each other
+// shard's history cut short on its own. It names only what exists, each
+// path as shardsDir gives it; "" when no shard left anything.
+func interruptedAdvice(shardsDir, name string, count int) string {
+	var finished, cut []string
+	for i := range count {
+		dir := filepath.Join(shardsDir, fmt.Sprintf("shard-%d", i))
+		hist := filepath.Join(dir, name, "history.jsonl.gz")
+		switch {
+		case fileExists(filepath.Join(dir, "run.json")):
+			finished = append(finished, shellQuote(dir))
+		case fileExists(hist):
+			cut = append(cut, shellQuote(hist))
+		}
+	}
+	var b strings.Builder
+	switch {
+	case len(finished) == count:
+		fmt.Fprintf(&b, "every shard finished; check them as one run:\n  rlbench check %s\n", strings.Join(finished, " "))
+	case len(finished) > 0:
+		fmt.Fprintf(&b, "%d of %d shards finished; check those as one run, the verdicts covering them only:\n  rlbench check --allow-missing-shards %s\n",
+			len(finished), count, strings.Join(finished, " "))
+	}
+	if len(cut) > 0 {
+		fmt.Fprintf(&b, "%s cut short; check each history alone, its verdicts covering that shard's requests before the interrupt:\n", checker.Count(len(cut), "shards"))
+		for _, h := range cut {
+			fmt.Fprintf(&b, "  rlbench check %s\n", h)
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// fileExists reports whether path names an existing file.
+func fileExists(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// shellQuote returns s as a POSIX shell word: as it is when it holds only
+// characters no shell reads specially, else in single quotes.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:,=@%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // shardExit is the error of shard i's process c, which Wait ended with
