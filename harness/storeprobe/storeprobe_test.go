@@ -1,0 +1,165 @@
+package storeprobe
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlbench/rlbench/harness/runrecord"
+	"github.com/rlbench/rlbench/limiter/redistest"
+)
+
+// startRedis starts a redis-server on a free loopback port and stops it at
+// cleanup. It skips t when redis-server is missing (fails it in CI).
+func startRedis(t *testing.T) *redistest.Server {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(redistest.ErrNotInstalled)
+		}
+		t.Skip(redistest.ErrNotInstalled)
+	}
+	s, err := redistest.Start(context.Background(), redistest.Options{Args: []string{"--enable-debug-command", "local"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	return s
+}
+
+// TestProbeRecordsStalls runs a probe against a real redis-server that is
+// left alone, stopped (SIGSTOP, as a starved or paused host leaves it),
+// kept busy by DEBUG SLEEP, or killed and restarted, and checks that the
+// stalls it records cover the store's trouble and nothing else.
+func TestProbeRecordsStalls(t *testing.T) {
+	const timeout = 100 * time.Millisecond // twice the scenarios' store timeout: room for a busy test host
+	const trouble = 250 * time.Millisecond
+	tests := []struct {
+		name string
+		// act troubles s for about trouble, if at all, and returns false
+		// when it did nothing.
+		act func(t *testing.T, s *redistest.Server) bool
+	}{
+		{"healthy", func(*testing.T, *redistest.Server) bool { time.Sleep(trouble); return false }},
+		{"stopped", func(t *testing.T, s *redistest.Server) bool {
+			if err := s.Pause(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(trouble)
+			if err := s.Resume(); err != nil {
+				t.Fatal(err)
+			}
+			return true
+		}},
+		{"debug sleep", func(t *testing.T, s *redistest.Server) bool {
+			c := redis.NewClient(&redis.Options{Addr: s.Addr(), DisableIdentity: true, ReadTimeout: 5 * time.Second})
+			defer c.Close()
+			if err := c.Do(context.Background(), "DEBUG", "SLEEP", trouble.Seconds()).Err(); err != nil {
+				t.Skipf("DEBUG SLEEP: %v (enable-debug-command off?)", err)
+			}
+			return true
+		}},
+		{"killed and restarted", func(t *testing.T, s *redistest.Server) bool {
+			if err := s.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(trouble)
+			if err := s.Restart(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			return true
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startRedis(t)
+			start := time.Now()
+			p, err := Start(context.Background(), s.URL(), start, timeout, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(100 * time.Millisecond) // a few probes answered in time first
+			from := time.Since(start).Nanoseconds()
+			troubled := tc.act(t, s)
+			to := time.Since(start).Nanoseconds()
+			time.Sleep(100 * time.Millisecond)
+			stalls, probes := p.Stop()
+			if probes < 10 {
+				t.Errorf("%d probes in about %v, want at least 10", probes, time.Duration(to)+100*time.Millisecond)
+			}
+			if !troubled {
+				if len(stalls) != 0 {
+					t.Errorf("stalls %+v on a healthy server", stalls)
+				}
+				return
+			}
+			// The trouble began after from and ended before to; the stall
+			// must hold everything from its start to the last moment a
+			// request sent then could still wait beyond the timeout.
+			covered := false
+			for _, w := range stalls {
+				if w.Kind != runrecord.KindStoreStall || !w.Observed || !w.Unavailable {
+					t.Errorf("stall %+v: want kind %s, observed and unavailable", w, runrecord.KindStoreStall)
+				}
+				if w.FromNs <= from+int64(time.Millisecond) && w.ToNs >= to-int64(timeout) {
+					covered = true
+				}
+			}
+			if !covered {
+				t.Errorf("stalls %+v do not cover the trouble from %v to %v", stalls, time.Duration(from), time.Duration(to))
+			}
+		})
+	}
+}
+
+// TestOutside: the parts of stalls outside the declared faults that made
+// the store unavailable, merged.
+func TestOutside(t *testing.T) {
+	stall := func(from, to int64) runrecord.FaultWindow {
+		return runrecord.FaultWindow{Kind: runrecord.KindStoreStall, FromNs: from, ToNs: to, Unavailable: true, Observed: true}
+	}
+	pause := runrecord.FaultWindow{Kind: "redis_pause", FromNs: 300, ToNs: 500, Unavailable: true}
+	tests := []struct {
+		name     string
+		stalls   []runrecord.FaultWindow
+		declared []runrecord.FaultWindow
+		want     []runrecord.FaultWindow
+	}{
+		{"none", nil, []runrecord.FaultWindow{pause}, nil},
+		{"apart from the fault", []runrecord.FaultWindow{stall(100, 150)}, []runrecord.FaultWindow{pause}, []runrecord.FaultWindow{stall(100, 150)}},
+		{"inside the fault", []runrecord.FaultWindow{stall(320, 480)}, []runrecord.FaultWindow{pause}, nil},
+		{"into the fault", []runrecord.FaultWindow{stall(250, 400)}, []runrecord.FaultWindow{pause}, []runrecord.FaultWindow{stall(250, 300)}},
+		{"around the fault", []runrecord.FaultWindow{stall(250, 600)}, []runrecord.FaultWindow{pause}, []runrecord.FaultWindow{stall(250, 300), stall(500, 600)}},
+		{"overlapping stalls merged", []runrecord.FaultWindow{stall(100, 200), stall(150, 250), stall(250, 260)}, nil, []runrecord.FaultWindow{stall(100, 260)}},
+		{
+			"a fault that leaves the store answering",
+			[]runrecord.FaultWindow{stall(320, 480)},
+			[]runrecord.FaultWindow{{Kind: "redis_latency", FromNs: 300, ToNs: 500}},
+			[]runrecord.FaultWindow{stall(320, 480)},
+		},
+		{
+			"an instance's fault",
+			[]runrecord.FaultWindow{stall(320, 480)},
+			[]runrecord.FaultWindow{{Kind: "instance_kill", FromNs: 300, ToNs: 500, Unavailable: true, Instance: "api-1"}},
+			[]runrecord.FaultWindow{stall(320, 480)},
+		},
+		{
+			"a fault never healed",
+			[]runrecord.FaultWindow{stall(250, 900)},
+			[]runrecord.FaultWindow{{Kind: "redis_kill", FromNs: 300, Unavailable: true}},
+			[]runrecord.FaultWindow{stall(250, 300)},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Outside(tc.stalls, tc.declared); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Outside = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
