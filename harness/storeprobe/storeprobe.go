@@ -18,6 +18,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"time"
 
@@ -31,10 +32,10 @@ import (
 // limiter's own traffic.
 const DefaultInterval = 5 * time.Millisecond
 
-// readTimeout bounds the wait for one probe's answer. It outlasts any
-// pause a scenario declares, so that a paused Redis holds the probe's one
-// connection rather than leaving it for a new one it would count as a
-// client once resumed; Stop cuts it short.
+// readTimeout bounds the wait for one probe's answer or connection. It
+// outlasts any pause a scenario declares, so that a paused Redis holds the
+// probe's one connection rather than leaving it for a new one it would
+// count as a client once resumed; Stop cuts it short.
 const readTimeout = 30 * time.Second
 
 // script is the probe: a Lua script, so that Redis runs it as it runs the
@@ -73,7 +74,25 @@ func Start(ctx context.Context, url string, start time.Time, timeout, interval t
 	}
 	// One connection, no retries: a retried probe would hide the wait.
 	opts.PoolSize, opts.MinIdleConns, opts.MaxRetries, opts.DisableIdentity = 1, 0, -1, true
-	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = time.Second, readTimeout, time.Second
+	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = readTimeout, readTimeout, time.Second
+	// A store that refuses connections (killed, restarting) holds the probe
+	// in its dial, retried every interval, until it accepts again: a failed
+	// dial would leave go-redis's pool failing every probe until its own
+	// redial a second later, and log each outage.
+	dial := redis.NewDialer(opts)
+	opts.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		for {
+			c, err := dial(ctx, network, addr)
+			if err == nil {
+				return c, nil
+			}
+			select {
+			case <-ctx.Done():
+				return nil, err
+			case <-time.After(interval):
+			}
+		}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	p := &Probe{cancel: cancel, client: redis.NewClient(opts), done: make(chan struct{})}
 	go p.run(ctx, start, timeout, interval)
@@ -100,8 +119,11 @@ func (p *Probe) run(ctx context.Context, start time.Time, timeout, interval time
 		err := script.Run(ctx, p.client, nil).Err()
 		recv := since()
 		if ctx.Err() != nil && err != nil {
-			// Cut short by Stop: the wait says nothing of the store, but a
-			// stall already open lasted at least until now.
+			// Cut short by Stop: the store had not answered by now, a stall
+			// when it has waited beyond the timeout already.
+			if open == nil && time.Duration(recv-sent) > timeout {
+				open = stallSince(lastOK, sent)
+			}
 			if open != nil {
 				open.ToNs = recv
 				p.stalls = append(p.stalls, *open)
@@ -118,16 +140,21 @@ func (p *Probe) run(ctx context.Context, start time.Time, timeout, interval time
 			lastOK = sent
 		} else {
 			if open == nil {
-				from := lastOK
-				if from < 0 {
-					from = sent
-				}
-				open = &runrecord.FaultWindow{Kind: runrecord.KindStoreStall, FromNs: from, Unavailable: true, Observed: true}
+				open = stallSince(lastOK, sent)
 			}
 			open.ToNs = recv
 		}
 		wait.Reset(interval)
 	}
+}
+
+// stallSince opens a stall met by a probe sent at sent: from lastOK, the
+// send of the last probe answered in time, or sent when none was (-1).
+func stallSince(lastOK, sent int64) *runrecord.FaultWindow {
+	if lastOK < 0 {
+		lastOK = sent
+	}
+	return &runrecord.FaultWindow{Kind: runrecord.KindStoreStall, FromNs: lastOK, Unavailable: true, Observed: true}
 }
 
 // Stop ends the probing, waiting for the probe in flight (cut short by

@@ -117,6 +117,33 @@ func TestProbeRecordsStalls(t *testing.T) {
 	}
 }
 
+// TestProbeStopsInAStall: Stop returns at once while the store is stopped,
+// closing the stall at that moment rather than waiting out the probe's
+// read timeout.
+func TestProbeStopsInAStall(t *testing.T) {
+	s := startRedis(t)
+	start := time.Now()
+	p, err := Start(context.Background(), s.URL(), start, 50*time.Millisecond, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if err := s.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Resume() }()
+	from := time.Since(start).Nanoseconds()
+	time.Sleep(200 * time.Millisecond)
+	stopping := time.Now()
+	stalls, _ := p.Stop()
+	if took := time.Since(stopping); took >= readTimeout/2 {
+		t.Errorf("Stop took %v in a stall, want well under the read timeout %v", took, readTimeout)
+	}
+	if len(stalls) == 0 || stalls[len(stalls)-1].FromNs > from || stalls[len(stalls)-1].ToNs < from+int64(150*time.Millisecond) {
+		t.Errorf("stalls %+v, want the last from before %v to at least 150 ms later", stalls, time.Duration(from))
+	}
+}
+
 // TestOutside: the parts of stalls outside the declared faults that made
 // the store unavailable, merged.
 func TestOutside(t *testing.T) {
