@@ -50,7 +50,7 @@ type Probe struct {
 	done   chan struct{}
 
 	// Written by the probing goroutine until done is closed.
-	stalls []runrecord.FaultWindow
+	stalls []Stall
 	probes int
 }
 
@@ -103,7 +103,7 @@ func (p *Probe) run(ctx context.Context, start time.Time, timeout, interval time
 	defer close(p.done)
 	since := func() int64 { return time.Since(start).Nanoseconds() }
 	lastOK := int64(-1) // send of the last probe answered in time
-	var open *runrecord.FaultWindow
+	var open *Stall
 	wait := time.NewTimer(0)
 	defer wait.Stop()
 	for {
@@ -119,13 +119,12 @@ func (p *Probe) run(ctx context.Context, start time.Time, timeout, interval time
 		err := script.Run(ctx, p.client, nil).Err()
 		recv := since()
 		if ctx.Err() != nil && err != nil {
-			// Cut short by Stop: the store had not answered by now, a stall
+			// Cut short by Stop: the store had not answered by now, a miss
 			// when it has waited beyond the timeout already.
-			if open == nil && time.Duration(recv-sent) > timeout {
-				open = stallSince(lastOK, sent)
+			if time.Duration(recv-sent) > timeout {
+				open = open.miss(lastOK, sent, recv)
 			}
 			if open != nil {
-				open.ToNs = recv
 				p.stalls = append(p.stalls, *open)
 			}
 			return
@@ -139,42 +138,57 @@ func (p *Probe) run(ctx context.Context, start time.Time, timeout, interval time
 			}
 			lastOK = sent
 		} else {
-			if open == nil {
-				open = stallSince(lastOK, sent)
-			}
-			open.ToNs = recv
+			open = open.miss(lastOK, sent, recv)
 		}
 		wait.Reset(interval)
 	}
 }
 
-// stallSince opens a stall met by a probe sent at sent: from lastOK, the
-// send of the last probe answered in time, or sent when none was (-1).
-func stallSince(lastOK, sent int64) *runrecord.FaultWindow {
-	if lastOK < 0 {
-		lastOK = sent
+// Stall is a stretch in which the store did not answer probes within the
+// store timeout, in ns since the run's start: from the send of the last
+// probe answered in time before it (or of its first miss, when none was)
+// to the send of the first answered in time after it (or the last miss's
+// end, when none was).
+type Stall struct {
+	FromNs, ToNs int64
+	// Misses are the probes not answered in time, each [sent, received]
+	// (received: answered, failed, or cut short by Stop).
+	Misses [][2]int64
+}
+
+// miss adds a probe sent at sent and not answered in time by recv to s,
+// opening a stall from lastOK (-1: none) when s is nil.
+func (s *Stall) miss(lastOK, sent, recv int64) *Stall {
+	if s == nil {
+		if lastOK < 0 {
+			lastOK = sent
+		}
+		s = &Stall{FromNs: lastOK}
 	}
-	return &runrecord.FaultWindow{Kind: runrecord.KindStoreStall, FromNs: lastOK, Unavailable: true, Observed: true}
+	s.ToNs = recv
+	s.Misses = append(s.Misses, [2]int64{sent, recv})
+	return s
 }
 
 // Stop ends the probing, waiting for the probe in flight (cut short by
-// closing the connection), and returns the stalls in order, each a
-// runrecord.FaultWindow of Kind runrecord.KindStoreStall with Observed and
-// Unavailable set, and how many probes were answered or failed. Stop must
-// be called once.
-func (p *Probe) Stop() (stalls []runrecord.FaultWindow, probes int) {
+// closing the connection), and returns the stalls in order and how many
+// probes were answered or failed. Stop must be called once.
+func (p *Probe) Stop() (stalls []Stall, probes int) {
 	p.cancel()
 	_ = p.client.Close() // its error is a connection the store dropped: nothing to report
 	<-p.done
 	return p.stalls, p.probes
 }
 
-// Outside returns the parts of stalls outside every window of declared
-// that leaves the store unavailable to all instances: a probe blocked by
-// a declared fault adds nothing, the declared window covers it. The
-// result is sorted, with overlapping or touching stalls merged; declared
-// windows with ToNs 0 last to the end of the run.
-func Outside(stalls, declared []runrecord.FaultWindow) []runrecord.FaultWindow {
+// Outside returns, as observed windows (Kind runrecord.KindStoreStall,
+// Observed and Unavailable set), the parts of stalls outside every window
+// of declared that leaves the store unavailable to all instances, and
+// only those parts that hold a miss that overlapped no such window: a
+// probe blocked by a declared fault adds nothing, the declared window
+// covers it, even where its stall was widened beyond the window's edges.
+// The result is sorted, with overlapping or touching parts merged;
+// declared windows with ToNs 0 last to the end of the run.
+func Outside(stalls []Stall, declared []runrecord.FaultWindow) []runrecord.FaultWindow {
 	var cuts [][2]int64
 	for _, d := range declared {
 		if d.Observed || !d.Unavailable || d.Instance != "" || d.FromNs == 0 {
@@ -186,13 +200,14 @@ func Outside(stalls, declared []runrecord.FaultWindow) []runrecord.FaultWindow {
 		}
 		cuts = append(cuts, [2]int64{d.FromNs, to})
 	}
+	overlaps := func(a, b [2]int64) bool { return a[0] <= b[1] && b[0] <= a[1] }
 	var out []runrecord.FaultWindow
 	for _, s := range stalls {
 		parts := [][2]int64{{s.FromNs, s.ToNs}}
 		for _, c := range cuts {
 			var next [][2]int64
 			for _, p := range parts {
-				if p[1] < c[0] || p[0] > c[1] {
+				if !overlaps(p, c) {
 					next = append(next, p)
 					continue
 				}
@@ -206,9 +221,12 @@ func Outside(stalls, declared []runrecord.FaultWindow) []runrecord.FaultWindow {
 			parts = next
 		}
 		for _, p := range parts {
-			w := s
-			w.FromNs, w.ToNs = p[0], p[1]
-			out = append(out, w)
+			held := slices.ContainsFunc(s.Misses, func(m [2]int64) bool {
+				return m[0] >= p[0] && m[1] <= p[1] && !slices.ContainsFunc(cuts, func(c [2]int64) bool { return overlaps(m, c) })
+			})
+			if held {
+				out = append(out, runrecord.FaultWindow{Kind: runrecord.KindStoreStall, FromNs: p[0], ToNs: p[1], Unavailable: true, Observed: true})
+			}
 		}
 	}
 	slices.SortFunc(out, func(a, b runrecord.FaultWindow) int { return cmp.Compare(a.FromNs, b.FromNs) })

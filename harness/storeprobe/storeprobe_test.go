@@ -103,8 +103,8 @@ func TestProbeRecordsStalls(t *testing.T) {
 			// request sent then could still wait beyond the timeout.
 			covered := false
 			for _, w := range stalls {
-				if w.Kind != runrecord.KindStoreStall || !w.Observed || !w.Unavailable {
-					t.Errorf("stall %+v: want kind %s, observed and unavailable", w, runrecord.KindStoreStall)
+				if len(w.Misses) == 0 || w.Misses[0][0] < w.FromNs || w.Misses[len(w.Misses)-1][1] > w.ToNs {
+					t.Errorf("stall %+v: want misses within it", w)
 				}
 				if w.FromNs <= from+int64(time.Millisecond) && w.ToNs >= to-int64(timeout) {
 					covered = true
@@ -145,41 +145,47 @@ func TestProbeStopsInAStall(t *testing.T) {
 }
 
 // TestOutside: the parts of stalls outside the declared faults that made
-// the store unavailable, merged.
+// the store unavailable, kept where a probe missed for another cause.
 func TestOutside(t *testing.T) {
-	stall := func(from, to int64) runrecord.FaultWindow {
+	window := func(from, to int64) runrecord.FaultWindow {
 		return runrecord.FaultWindow{Kind: runrecord.KindStoreStall, FromNs: from, ToNs: to, Unavailable: true, Observed: true}
 	}
-	pause := runrecord.FaultWindow{Kind: "redis_pause", FromNs: 300, ToNs: 500, Unavailable: true}
+	pause := []runrecord.FaultWindow{{Kind: "redis_pause", FromNs: 300, ToNs: 500, Unavailable: true}}
 	tests := []struct {
 		name     string
-		stalls   []runrecord.FaultWindow
+		stalls   []Stall
 		declared []runrecord.FaultWindow
 		want     []runrecord.FaultWindow
 	}{
-		{"none", nil, []runrecord.FaultWindow{pause}, nil},
-		{"apart from the fault", []runrecord.FaultWindow{stall(100, 150)}, []runrecord.FaultWindow{pause}, []runrecord.FaultWindow{stall(100, 150)}},
-		{"inside the fault", []runrecord.FaultWindow{stall(320, 480)}, []runrecord.FaultWindow{pause}, nil},
-		{"into the fault", []runrecord.FaultWindow{stall(250, 400)}, []runrecord.FaultWindow{pause}, []runrecord.FaultWindow{stall(250, 300)}},
-		{"around the fault", []runrecord.FaultWindow{stall(250, 600)}, []runrecord.FaultWindow{pause}, []runrecord.FaultWindow{stall(250, 300), stall(500, 600)}},
-		{"overlapping stalls merged", []runrecord.FaultWindow{stall(100, 200), stall(150, 250), stall(250, 260)}, nil, []runrecord.FaultWindow{stall(100, 260)}},
+		{"none", nil, pause, nil},
+		{"apart from the fault", []Stall{{100, 150, [][2]int64{{110, 140}}}}, pause, []runrecord.FaultWindow{window(100, 150)}},
+		{"inside the fault", []Stall{{320, 480, [][2]int64{{330, 470}}}}, pause, nil},
+		{"widened across the fault's start", []Stall{{250, 400, [][2]int64{{260, 390}}}}, pause, nil},
+		{"widened across the fault's end", []Stall{{450, 520, [][2]int64{{460, 505}}}}, pause, nil},
+		{"began before the fault", []Stall{{200, 400, [][2]int64{{210, 270}, {280, 390}}}}, pause, []runrecord.FaultWindow{window(200, 300)}},
+		{"outlasted the fault", []Stall{{250, 600, [][2]int64{{260, 320}, {510, 590}}}}, pause, []runrecord.FaultWindow{window(500, 600)}},
+		{
+			"overlapping stalls merged",
+			[]Stall{{100, 200, [][2]int64{{110, 190}}}, {150, 250, [][2]int64{{160, 240}}}, {250, 260, [][2]int64{{251, 259}}}},
+			nil, []runrecord.FaultWindow{window(100, 260)},
+		},
 		{
 			"a fault that leaves the store answering",
-			[]runrecord.FaultWindow{stall(320, 480)},
+			[]Stall{{320, 480, [][2]int64{{330, 470}}}},
 			[]runrecord.FaultWindow{{Kind: "redis_latency", FromNs: 300, ToNs: 500}},
-			[]runrecord.FaultWindow{stall(320, 480)},
+			[]runrecord.FaultWindow{window(320, 480)},
 		},
 		{
 			"an instance's fault",
-			[]runrecord.FaultWindow{stall(320, 480)},
+			[]Stall{{320, 480, [][2]int64{{330, 470}}}},
 			[]runrecord.FaultWindow{{Kind: "instance_kill", FromNs: 300, ToNs: 500, Unavailable: true, Instance: "api-1"}},
-			[]runrecord.FaultWindow{stall(320, 480)},
+			[]runrecord.FaultWindow{window(320, 480)},
 		},
 		{
 			"a fault never healed",
-			[]runrecord.FaultWindow{stall(250, 900)},
+			[]Stall{{250, 900, [][2]int64{{260, 280}, {310, 890}}}},
 			[]runrecord.FaultWindow{{Kind: "redis_kill", FromNs: 300, Unavailable: true}},
-			[]runrecord.FaultWindow{stall(250, 300)},
+			[]runrecord.FaultWindow{window(250, 300)},
 		},
 	}
 	for _, tc := range tests {
