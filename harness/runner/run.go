@@ -671,7 +671,7 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 		stalls, probes := probe.Stop()
 		out.Stalls = storeprobe.Outside(stalls, out.Faults)
 		if len(out.Stalls) > 0 {
-			r.logf("%s: the store stalled beyond the store timeout %v %d times outside the declared faults (%d probes)", sc.Name, sc.Target.StoreTimeout, len(out.Stalls), probes)
+			r.logf("%s: the store stalled beyond the store timeout %v outside the declared faults: %s in %d probes", sc.Name, sc.Target.StoreTimeout, checker.Count(len(out.Stalls), "stalls"), probes)
 		}
 	}
 	if sampler != nil {
