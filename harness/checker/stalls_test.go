@@ -88,7 +88,7 @@ func TestObservedStalls(t *testing.T) {
 	fault := interval{3 * time.Second, 3500 * time.Millisecond}
 	one := []interval{{time.Second, 1150 * time.Millisecond}}
 	many := []interval{}
-	for at := 200 * time.Millisecond; at < 2500*time.Millisecond; at += 500 * time.Millisecond {
+	for at := 100 * time.Millisecond; at < 4000*time.Millisecond; at += 400 * time.Millisecond {
 		many = append(many, interval{at, at + 20*time.Millisecond})
 	}
 	tests := []struct {
@@ -114,7 +114,7 @@ func TestObservedStalls(t *testing.T) {
 			without: Fail, with: Unknown, withClass: ClassHarness,
 		},
 		{
-			name: "short stalls whose recoveries cover over a third", mode: runrecord.FailOpen, stalls: many,
+			name: "short stalls whose recoveries cover over half", mode: runrecord.FailOpen, stalls: many,
 			without: Fail, with: Unknown, withClass: ClassHarness,
 		},
 	}

@@ -59,8 +59,9 @@ type Probe struct {
 // on the clock of a run that started at start: times are in ns since it.
 // A probe not answered within timeout, the store timeout, is a stall.
 // Errors: a url go-redis cannot parse, or a timeout that is not positive.
-// It does not wait for the store: a store that does not answer at once is
-// a stall from the start.
+// It does not wait for the store. The probe's first contact (its dial and
+// SCRIPT LOAD, at most a second) is not measured: a stall then goes
+// unseen.
 func Start(ctx context.Context, url string, start time.Time, timeout, interval time.Duration) (*Probe, error) {
 	if timeout <= 0 {
 		return nil, fmt.Errorf("store probe: store timeout %v is not positive", timeout)
@@ -99,8 +100,17 @@ func Start(ctx context.Context, url string, start time.Time, timeout, interval t
 	return p, nil
 }
 
+// warmUp bounds the probe's first contact with the store, unmeasured.
+const warmUp = time.Second
+
 func (p *Probe) run(ctx context.Context, start time.Time, timeout, interval time.Duration) {
 	defer close(p.done)
+	// The connection and the script's loading, unmeasured: they are the
+	// probe's own first steps (a dial, NOSCRIPT and EVAL), not the store's
+	// answer to a request.
+	wctx, cancel := context.WithTimeout(ctx, warmUp)
+	_ = script.Load(wctx, p.client).Err() // a store down now is seen by the probes
+	cancel()
 	since := func() int64 { return time.Since(start).Nanoseconds() }
 	lastOK := int64(-1) // send of the last probe answered in time
 	var open *Stall
