@@ -53,7 +53,10 @@ var (
 	colorError    = color.RGBA{R: 0xb0, G: 0x1c, B: 0x1c, A: 0xff}
 	colorEnvelope = color.RGBA{A: 0xff}
 	colorFault    = color.NRGBA{R: 0x80, G: 0x80, B: 0x80, A: 0x40}
-	colorViolate  = color.NRGBA{R: 0xd0, G: 0x10, B: 0x10, A: 0x30}
+	// colorStall shades a store stall the harness observed, apart from
+	// the declared faults' grey.
+	colorStall   = color.NRGBA{R: 0x56, G: 0xb4, B: 0xe9, A: 0x40}
+	colorViolate = color.NRGBA{R: 0xd0, G: 0x10, B: 0x10, A: 0x30}
 	// seriesColors is a colour-blind-safe qualitative palette (Okabe and Ito).
 	seriesColors = []color.Color{
 		color.RGBA{R: 0x00, G: 0x72, B: 0xb2, A: 0xff},
@@ -253,9 +256,10 @@ func outcomesChart(sc *Scenario) chart {
 		series[o] = append(series[o], plotter.XY{X: displayBins / float64(k) * binS, Y: series[o][len(series[o])-1].Y})
 	}
 	ymax = math.Max(ymax*1.35, 1)
-	var faults []runrecord.FaultWindow
+	var faults, stalls []runrecord.FaultWindow
 	if sc.Record != nil {
 		faults = sc.Record.Faults
+		stalls = observedStalls(sc.Record)
 	}
 	end := seconds(d.lastNs)
 	for i, f := range faults {
@@ -271,6 +275,17 @@ func outcomesChart(sc *Scenario) chart {
 		p.Add(b)
 		if i == 0 {
 			p.Legend.Add("fault window", b)
+		}
+	}
+	for i, f := range stalls {
+		b, err := band(seconds(f.FromNs), seconds(f.ToNs), 0, ymax, colorStall)
+		if err != nil {
+			c.Missing = err.Error()
+			return c
+		}
+		p.Add(b)
+		if i == 0 {
+			p.Legend.Add("store stall (observed)", b)
 		}
 	}
 	names := [3]string{"admitted", "rejected (429)", "error (5xx, none)"}
@@ -305,7 +320,36 @@ func outcomesChart(sc *Scenario) chart {
 		}
 		c.Caption += " Shaded: " + strings.Join(fs, "; ") + "."
 	}
+	if len(stalls) > 0 {
+		c.Caption += " Shaded in blue: " + stallSpans(stalls) + "."
+	}
 	return chartOf(c, p)
+}
+
+// observedStalls are the store stalls the harness's probe observed outside
+// the declared faults of rec (runrecord.FaultWindow.Observed).
+func observedStalls(rec *runrecord.ScenarioRecord) []runrecord.FaultWindow {
+	if rec == nil || rec.Drill == nil {
+		return nil
+	}
+	var out []runrecord.FaultWindow
+	for _, w := range rec.Drill.Windows {
+		if w.Observed {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// stallSpans says when the store stalled: "the store stalled beyond the
+// store timeout outside the declared faults, as the harness's probe saw
+// (not a declared fault), from 1.95 s to 2.13 s; ...".
+func stallSpans(stalls []runrecord.FaultWindow) string {
+	var fs []string
+	for _, w := range stalls {
+		fs = append(fs, fmt.Sprintf("from %.3g s to %.3g s", seconds(w.FromNs), seconds(w.ToNs)))
+	}
+	return "the store stalled beyond the store timeout outside the declared faults, as the harness's probe saw (not a declared fault), " + strings.Join(fs, "; ")
 }
 
 // budgetCharts draws, per limited route, the admitted units of the busiest
@@ -420,21 +464,35 @@ func addExcused(p *plot.Plot, d *digest, rd *routeDigest, ymax float64, restart 
 		return "", nil
 	}
 	var parts []string
-	for i, w := range d.excused {
+	var legends [2]bool // fault, stall
+	for _, w := range d.excused {
 		to := w.endNs(d.lastNs)
-		b, err := band(seconds(w.fromNs), seconds(to), 0, ymax, colorFault)
+		col, legend, seen := colorFault, "excused: fault + recovery", &legends[0]
+		if w.observed {
+			col, legend, seen = colorStall, "excused: observed store stall + recovery", &legends[1]
+		}
+		b, err := band(seconds(w.fromNs), seconds(to), 0, ymax, col)
 		if err != nil {
 			return "", err
 		}
 		p.Add(b)
-		if i == 0 {
-			p.Legend.Add("excused: fault + recovery", b)
+		if !*seen {
+			p.Legend.Add(legend, b)
+			*seen = true
 		}
-		part := fmt.Sprintf("%s from %.3g s", w.kind, seconds(w.fromNs))
+		kind := w.kind
+		if w.observed {
+			kind = "a store stall the harness observed (in blue)"
+		}
+		part := fmt.Sprintf("%s from %.3g s", kind, seconds(w.fromNs))
 		if w.toNs == 0 {
 			part += " to the end"
 		} else {
-			part += fmt.Sprintf(", healed at %.3g s, plus the %s recovery bound, to %.3g s", seconds(w.toNs), formatDuration(w.recoveryNs), seconds(to))
+			healed := "healed"
+			if w.observed {
+				healed = "answering again"
+			}
+			part += fmt.Sprintf(", %s at %.3g s, plus the %s recovery bound, to %.3g s", healed, seconds(w.toNs), formatDuration(w.recoveryNs), seconds(to))
 		}
 		if w.instance != "" {
 			part += " on " + w.instance

@@ -111,6 +111,9 @@ type excusedWindow struct {
 	// it lasted to the end of the history.
 	fromNs, toNs int64
 	recoveryNs   int64
+	// observed says the window is a store stall the harness observed
+	// rather than a declared fault (runrecord.FaultWindow.Observed).
+	observed bool
 }
 
 // excusedWindows are the drill's excused intervals, from run.json.
@@ -120,7 +123,7 @@ func excusedWindows(rec *runrecord.ScenarioRecord) []excusedWindow {
 	}
 	var out []excusedWindow
 	for _, w := range rec.Drill.Windows {
-		out = append(out, excusedWindow{kind: w.Kind, instance: w.Instance, fromNs: w.FromNs, toNs: w.ToNs, recoveryNs: int64(rec.Drill.Recovery)})
+		out = append(out, excusedWindow{kind: w.Kind, instance: w.Instance, fromNs: w.FromNs, toNs: w.ToNs, recoveryNs: int64(rec.Drill.Recovery), observed: w.Observed})
 	}
 	return out
 }

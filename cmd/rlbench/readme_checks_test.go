@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -9,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/rlbench/rlbench/harness/checker"
 )
 
 // checkNames returns the value of every string constant named Check* in
@@ -102,5 +105,16 @@ func TestREADMECheckTable(t *testing.T) {
 	}
 	if len(known) < 18 {
 		t.Errorf("found %d check names in harness/checker; the scan lost some", len(known))
+	}
+	// The budget row states the bounds on what observed store stalls may
+	// excuse.
+	budget := strings.Join(rows[checker.CheckBudget], " | ")
+	for _, want := range []string{
+		fmt.Sprintf("more than %g %% of the run's requests", 100*checker.MaxStalledShare),
+		map[float64]string{0.5: "more than half of them"}[checker.MaxStallExcusedShare],
+	} {
+		if want == "" || !strings.Contains(budget, want) {
+			t.Errorf("README.md's budget row does not state the observed stalls' bound %q (checker.MaxStalledShare %g, MaxStallExcusedShare %g)", want, checker.MaxStalledShare, checker.MaxStallExcusedShare)
+		}
 	}
 }

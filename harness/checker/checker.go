@@ -188,7 +188,7 @@ func collect(d *dataset, p Policy, c clock, uses []limitUse, end int64, ws *work
 	pt := newPartial(p, uses)
 	pt.counts = countRecorded(d)
 	pt.end = end
-	applyFaults(d, p, p.Faults, end, pt.faults)
+	applyFaults(d, p, p.Faults, end, pt.faults, &pt.stalls)
 	pt.counts.Faulted = countFaulted(d)
 	checkDataset(d, p, c, uses, pt, ws)
 	return pt
@@ -215,6 +215,7 @@ func finish(hdr history.Header, p Policy, c clock, uses []limitUse, pt *partial)
 	}
 	rep.Notes = append(rep.Notes, clockNotes(hdr, c, uses)...)
 	rep.Results = append(rep.Results, faultResults(p, p.Faults, pt)...)
+	rep.Notes = append(rep.Notes, stallNotes(rep.Results, p.Faults, pt.stalls, pt.counts.Records)...)
 	classify(rep.Results)
 	return rep
 }

@@ -165,6 +165,20 @@
 // backwards), and the clock offset's uncertainty by the step
 // (clocksteps.go).
 //
+// Observed stalls: the harness watches a drill's store throughout the run
+// (package storeprobe) and records every stretch, outside the declared
+// faults, in which it did not answer within the store timeout
+// (runrecord.FaultWindow.Observed, kind store_stall): a Redis starved on
+// a loaded host. The instances then decide by their failure mode, as the
+// scenario declares, so the requests a stall and its recovery overlap are
+// excused as a declared fault's are: left out of the budget, possibly
+// charged for the false-rejection check. They are held to neither
+// failure-mode nor fault-latency, since not every request in a stall met
+// it. A note lists the stalls; when they overlap more than MaxStalledShare
+// of the run's requests, or excuse more than MaxStallExcusedShare with
+// their recoveries, too little of the run was judged, and a budget or
+// false-rejection pass becomes unknown, the harness's (stalls.go).
+//
 // # One verdict pipeline
 //
 // Every verdict of a run is computed here, from what the run recorded: the

@@ -36,11 +36,20 @@ func (d *dataset) affects(q *request, w runrecord.FaultWindow) bool {
 // look false; and when it overlapped the fault itself, its decision
 // interval is stretched to the fault's end. Requests after a fault that
 // restarted the store empty are checked as a fresh key ("KEY@restart-N").
-func applyFaults(d *dataset, p Policy, f *runrecord.Drill, end int64, parts []faultPart) {
+//
+// A store stall the harness observed (FaultWindow.Observed) excuses the
+// requests it overlaps, and those of its recovery, just as a declared
+// fault does, but is not a fault check's window: not every request sent
+// in it met the stall, so neither the failure mode nor the fault latency
+// is held to it. The requests it alone excuses are counted into st.
+func applyFaults(d *dataset, p Policy, f *runrecord.Drill, end int64, parts []faultPart, st *stallPart) {
 	if f == nil || len(f.Windows) == 0 {
 		return
 	}
 	for wi, w := range f.Windows {
+		if w.Observed {
+			continue
+		}
 		to := w.ToNs
 		if to == 0 {
 			to = end
@@ -70,6 +79,7 @@ func applyFaults(d *dataset, p Policy, f *runrecord.Drill, end int64, parts []fa
 	renamed := map[[2]uint32]uint32{} // (key, segment) → new key id
 	for i := range d.reqs {
 		q := &d.reqs[i]
+		declared, stalled, inStall := false, false, false
 		for wi, w := range f.Windows {
 			to := w.ToNs
 			if to == 0 {
@@ -78,10 +88,22 @@ func applyFaults(d *dataset, p Policy, f *runrecord.Drill, end int64, parts []fa
 			if !d.affects(q, w) || q.recv < w.FromNs || q.sent > to+tails[wi] {
 				continue
 			}
+			if w.Observed {
+				stalled = true
+				inStall = inStall || q.sent <= to
+			} else {
+				declared = true
+			}
 			q.faulted, q.outcome = true, history.Error
 			q.retryAfter, q.rlLimit, q.rlRemain, q.rlReset, q.style = raNone, -1, -1, -1, 0
 			if q.sent <= to {
 				q.recv = max(q.recv, to)
+			}
+		}
+		if stalled && !declared {
+			st.excused++
+			if inStall {
+				st.overlapped++
 			}
 		}
 		seg := 0
@@ -116,6 +138,9 @@ func faultResults(p Policy, f *runrecord.Drill, pt *partial) []Result {
 	}
 	var out []Result
 	for wi, w := range f.Windows {
+		if w.Observed {
+			continue
+		}
 		scope := fmt.Sprintf("%s #%d", w.Kind, wi+1)
 		if !steppedOnly(w) {
 			out = append(out, pt.faults[wi].latencyResult(f, scope))

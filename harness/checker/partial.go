@@ -93,6 +93,7 @@ type partial struct {
 	fields fieldsPart
 	style  stylePart
 	faults []faultPart // one per fault window
+	stalls stallPart
 }
 
 // merge adds o, another part of the same history checked under the same
@@ -130,6 +131,8 @@ func (p *partial) merge(o *partial) {
 	for i := range p.faults {
 		p.faults[i].merge(&o.faults[i])
 	}
+	p.stalls.excused += o.stalls.excused
+	p.stalls.overlapped += o.stalls.overlapped
 }
 
 // statusPart is the status check's part: the requests judged and, per

@@ -24,6 +24,8 @@ var singulars = map[string]string{
 	"checks":      "check",
 	"shards":      "shard",
 	"directories": "directory",
+	"times":       "time",
+	"stalls":      "stall",
 }
 
 // UnitFor is unit as it reads after the number v: when v is exactly 1 or

@@ -49,11 +49,13 @@ type connSampler struct {
 }
 
 // startConnSampler starts sampling the Redis at url until Stop, times in ns
-// since start; instances each hold at most pool connections.
-func startConnSampler(ctx context.Context, url string, start time.Time, instances, pool int) *connSampler {
+// since start; instances each hold at most pool connections, and the
+// harness harness connections of its own (monitorConns, and the store
+// probe's).
+func startConnSampler(ctx context.Context, url string, start time.Time, instances, pool, harness int) *connSampler {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &connSampler{cancel: cancel, done: make(chan struct{}), rec: runrecord.Connections{
-		Interval: connSampleInterval, PoolSize: pool, Instances: instances, Monitor: monitorConns,
+		Interval: connSampleInterval, PoolSize: pool, Instances: instances, Monitor: harness,
 	}}
 	go s.run(ctx, url, start)
 	return s

@@ -19,7 +19,7 @@ func (o *Outcome) Record() runrecord.ScenarioRecord {
 		Start: o.Start.UTC(), Duration: o.Duration, Redis: o.Redis, Instances: o.Instances, History: o.HistoryPath,
 		ClockOffset: o.ClockOffset, ClockUncertainty: o.ClockUncertainty, ClockSource: o.ClockSource, FailureMode: sc.Target.FailureMode,
 		RunID: string(o.RunID), IdentitiesFresh: &o.IdentitiesFresh, Shard: o.Shard, AgreedStart: o.AgreedStart,
-		Faults: o.Faults, Drill: drill(sc, o.Faults), KeyScan: o.KeyScan, Connections: o.Connections,
+		Faults: o.Faults, Drill: drill(sc, o.Faults, o.Stalls), KeyScan: o.KeyScan, Connections: o.Connections,
 		Checks: &runrecord.CheckSettings{
 			LoadDelivered: sc.Checks.LoadDelivered, MaxLatency: sc.Checks.MaxLatency,
 			MaxExcess: sc.Checks.MaxExcess, Headers: &headers,
@@ -56,8 +56,9 @@ func (o *Outcome) Record() runrecord.ScenarioRecord {
 
 // drill is what the checks hold a drill's faults to: the declared failure
 // mode, the store timeout and the scenario's fault bounds, over the faults
-// that took effect. Nil for a scenario without faults.
-func drill(sc *scenarios.Scenario, windows []runrecord.FaultWindow) *runrecord.Drill {
+// that took effect followed by the store stalls observed outside them.
+// Nil for a scenario without faults.
+func drill(sc *scenarios.Scenario, windows, stalls []runrecord.FaultWindow) *runrecord.Drill {
 	if len(windows) == 0 || sc.Checks.Faults == nil {
 		return nil
 	}
@@ -70,7 +71,18 @@ func drill(sc *scenarios.Scenario, windows []runrecord.FaultWindow) *runrecord.D
 			d.Windows = append(d.Windows, w)
 		}
 	}
+	d.Windows = append(d.Windows, stalls...)
 	return d
+}
+
+// probesStore reports whether a run of sc watches its store for stalls
+// (package storeprobe): a drill of a limiter on Redis with a declared
+// failure mode and store timeout, whose checks would otherwise take a
+// stall's failure-mode decisions for the shared limiter's. The caller
+// adds that the run has a Redis it can reach, other than a Sentinel group.
+func probesStore(sc *scenarios.Scenario) bool {
+	return len(sc.Faults) > 0 && sc.Checks.Faults != nil && sc.Target.FailureMode != "" &&
+		sc.Target.StoreTimeout > 0 && sc.Target.Store != scenarios.StoreMemory
 }
 
 // classify completes the window of fault f as the schedule recorded it

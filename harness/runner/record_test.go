@@ -23,9 +23,11 @@ func TestRecordHoldsWhatTheChecksRead(t *testing.T) {
 	sc.Checks.MaxExcess, sc.Checks.FalseRejections = 2, &scenarios.FalseRejections{MaxRate: 0.01}
 	injected := runrecord.FaultWindow{Kind: "redis_kill", At: 3 * time.Second, FromNs: 3e9, ToNs: 5e9}
 	never := runrecord.FaultWindow{Kind: "redis_kill", At: time.Hour}
+	stall := runrecord.FaultWindow{Kind: runrecord.KindStoreStall, FromNs: 1_950_000_000, ToNs: 2_130_000_000, Unavailable: true, Observed: true}
 	o := &Outcome{
 		Scenario: sc, HistoryPath: "x/history.jsonl.gz", ClockOffset: time.Millisecond,
 		Faults: []runrecord.FaultWindow{classify(injected, sc.Faults[0], sc.Target.StoreTimeout, nil), never},
+		Stalls: []runrecord.FaultWindow{stall},
 		Stats: &traffic.Stats{LagTolerance: 50 * time.Millisecond, Dropped: 2, Phases: []*traffic.PhaseStats{
 			{Name: "steady", Kind: scenarios.Constant, Planned: 10, OnTime: 9},
 			{Name: "probe", Kind: scenarios.RetryAfterProbe, Planned: 3},
@@ -37,9 +39,12 @@ func TestRecordHoldsWhatTheChecksRead(t *testing.T) {
 	}
 	wantDrill := &runrecord.Drill{Mode: runrecord.FailClosed, Instances: sc.Target.Instances, Timeout: sc.Target.StoreTimeout,
 		Slack: sc.Checks.Faults.Slack, Recovery: sc.Checks.Faults.Recovery,
-		Windows: []runrecord.FaultWindow{{Kind: "redis_kill", At: 3 * time.Second, FromNs: 3e9, ToNs: 5e9, Unavailable: true, LosesState: true}}}
+		Windows: []runrecord.FaultWindow{{Kind: "redis_kill", At: 3 * time.Second, FromNs: 3e9, ToNs: 5e9, Unavailable: true, LosesState: true}, stall}}
 	if !reflect.DeepEqual(rec.Drill, wantDrill) {
-		t.Errorf("Drill = %+v, want %+v (the fault never injected left out)", rec.Drill, wantDrill)
+		t.Errorf("Drill = %+v, want %+v (the fault never injected left out, the observed stall after the faults)", rec.Drill, wantDrill)
+	}
+	if len(rec.Faults) != 2 {
+		t.Errorf("Faults = %+v, want the two declared faults alone", rec.Faults)
 	}
 	headers, rate := true, 0.01 // the drill leaves checks.headers at its default
 	wantChecks := &runrecord.CheckSettings{LoadDelivered: sc.Checks.LoadDelivered, LagTolerance: 50 * time.Millisecond, MaxLatency: time.Second,
@@ -54,6 +59,37 @@ func TestRecordHoldsWhatTheChecksRead(t *testing.T) {
 	// A probe never rejected is still recorded as a probe: its check says unknown.
 	if rec.Phases[0].Probe != nil || rec.Phases[1].Probe == nil || rec.Phases[1].Probe.Rejected {
 		t.Errorf("phases = %+v: want a probe record on the probe phase only", rec.Phases)
+	}
+}
+
+// TestProbesStore: which runs watch their store for stalls.
+func TestProbesStore(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want bool
+	}{
+		{"drill-redis-slow", true},
+		{"drill-redis-kill-fallback", true},
+		{"drill-instance-kill", true},
+		{"quickstart", false}, // no fault, so no failure mode to excuse
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc, err := scenarios.Lookup(tc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := probesStore(sc); got != tc.want {
+				t.Errorf("probesStore = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	sc, err := scenarios.Lookup("drill-redis-slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Target.Store = scenarios.StoreMemory
+	if probesStore(sc) {
+		t.Errorf("probesStore = true for an in-memory store")
 	}
 }
 

@@ -34,6 +34,7 @@ import (
 	"github.com/rlbench/rlbench/harness/progress"
 	"github.com/rlbench/rlbench/harness/provider"
 	"github.com/rlbench/rlbench/harness/runrecord"
+	"github.com/rlbench/rlbench/harness/storeprobe"
 	"github.com/rlbench/rlbench/harness/traffic"
 	"github.com/rlbench/rlbench/limiter"
 	"github.com/rlbench/rlbench/limiter/redistest"
@@ -150,6 +151,11 @@ type Outcome struct {
 	// Connections samples the client connections Redis saw during a drill
 	// that pauses or slows it; nil when none were sampled.
 	Connections *runrecord.Connections
+	// Stalls are the stretches, outside the declared faults, in which the
+	// store probe saw the store answer no faster than the store timeout
+	// (runrecord.FaultWindow.Observed); nil when none was seen or the run
+	// was not probed (probesStore).
+	Stalls []runrecord.FaultWindow
 	// AgreedStart is the start the first phase waited for (Options.Start);
 	// nil when it began at once.
 	AgreedStart *runrecord.AgreedStart
@@ -314,7 +320,11 @@ func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (*Outcome, err
 	if red != nil {
 		monitorURL = red.URL() // Redis itself, never through the proxy
 	}
-	fireErr := r.fire(ctx, sc, filepath.Join(r.opts.OutDir, out.HistoryPath), urls, names, env, monitorURL, begin, out)
+	probeURL := ""
+	if red != nil && sentinel == nil && probesStore(sc) {
+		probeURL = redisURL // as the limiter reaches it: through the proxy, if any
+	}
+	fireErr := r.fire(ctx, sc, filepath.Join(r.opts.OutDir, out.HistoryPath), urls, names, env, monitorURL, probeURL, begin, out)
 	if err := writeCommandLogs(r.opts.OutDir, sc, out.Faults); err != nil {
 		fireErr = errors.Join(fireErr, err)
 	}
@@ -564,7 +574,11 @@ func (c *instanceClock) StepClock(ctx context.Context, d time.Duration) error {
 
 // fire runs the traffic, streaming every result into the history file,
 // its first phase beginning at begin when that is not nil.
-func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, urls, names []string, env faults.Env, monitorURL string, begin *startPoint, out *Outcome) error {
+//
+// probeURL, when set, is the Redis the limiter uses, watched by a store
+// probe throughout the traffic: its stalls beyond the store timeout
+// outside the declared faults become Outcome.Stalls.
+func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, urls, names []string, env faults.Env, monitorURL, probeURL string, begin *startPoint, out *Outcome) error {
 	start := time.Now()
 	if begin != nil {
 		var err error
@@ -603,9 +617,21 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 	}
 	var counters progress.Counters
 	display := progress.Start(r.opts.Progress, sc.Name, plannedRequests(sc, out.Shard), r.opts.Interactive, 0, &counters)
+	var probe *storeprobe.Probe
+	if probeURL != "" {
+		if probe, err = storeprobe.Start(ctx, probeURL, start, sc.Target.StoreTimeout, 0); err != nil {
+			display.Stop()
+			_ = w.Close()
+			return err
+		}
+	}
 	var sampler *connSampler
 	if r.sampleConnections(sc, out) {
-		sampler = startConnSampler(ctx, monitorURL, start, sc.Target.Instances, sampleapi.DefaultRedisPoolSize())
+		harness := monitorConns
+		if probe != nil {
+			harness++ // the probe's one connection
+		}
+		sampler = startConnSampler(ctx, monitorURL, start, sc.Target.Instances, sampleapi.DefaultRedisPoolSize(), harness)
 	}
 	schedule := faults.Start(ctx, start, sc.Faults, env)
 	var writeErr error
@@ -640,6 +666,13 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 	}
 	for i, w := range schedule.Stop() {
 		out.Faults = append(out.Faults, classify(w, sc.Faults[i], sc.Target.StoreTimeout, sc.Redis.ReplicaClock))
+	}
+	if probe != nil {
+		stalls, probes := probe.Stop()
+		out.Stalls = storeprobe.Outside(stalls, out.Faults)
+		if len(out.Stalls) > 0 {
+			r.logf("%s: the store stalled beyond the store timeout %v outside the declared faults: %s in %d probes", sc.Name, sc.Target.StoreTimeout, checker.Count(len(out.Stalls), "stalls"), probes)
+		}
 	}
 	if sampler != nil {
 		out.Connections = sampler.Stop()

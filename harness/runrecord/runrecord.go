@@ -250,7 +250,8 @@ type Drill struct {
 	// Recovery is how long after a fault's end the shared budget must hold
 	// again: requests within it are judged by the fault checks only.
 	Recovery time.Duration `json:"recovery_ns"`
-	// Windows are the faults that took effect (FromNs above 0).
+	// Windows are the faults that took effect (FromNs above 0), followed
+	// by the store stalls the harness observed outside them (Observed).
 	Windows []FaultWindow `json:"windows"`
 }
 
@@ -312,7 +313,20 @@ type FaultWindow struct {
 	// Instance, when set, limits the fault to the requests sent to that
 	// instance (a killed instance); the others are checked as usual.
 	Instance string `json:"instance,omitempty"`
+	// Observed says the window was not declared but seen: the harness's
+	// store probe found the store answering no faster than the store
+	// timeout from FromNs to ToNs, outside every declared fault (Kind
+	// KindStoreStall, Unavailable set, no schedule). The checks excuse the
+	// requests it overlaps as they do a declared fault's, but hold no
+	// request in it to the failure mode or the fault latency: not every
+	// request in a stall met it.
+	Observed bool `json:"observed,omitempty"`
 }
+
+// KindStoreStall is the Kind of an observed window: the store stalled
+// beyond the store timeout outside the declared faults (a starved Redis on
+// a loaded host).
+const KindStoreStall = "store_stall"
 
 // InEffect returns the part of the window in which the fault was surely in
 // effect, in ns since the scenario's start: from InjectedNs to HealNs, or

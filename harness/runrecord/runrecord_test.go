@@ -13,7 +13,8 @@ func TestRoundTrip(t *testing.T) {
 	in := &RunRecord{Schema: Schema, Meta: NewMeta("v1.2.3", "abc123", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 		Scenarios: []ScenarioRecord{{
 			Name: "drill", FailureMode: FailOpen, Faults: []FaultWindow{window},
-			Drill:   &Drill{Mode: FailOpen, Instances: 3, Timeout: 50 * time.Millisecond, Windows: []FaultWindow{window}},
+			Drill: &Drill{Mode: FailOpen, Instances: 3, Timeout: 50 * time.Millisecond, Windows: []FaultWindow{window,
+				{Kind: KindStoreStall, FromNs: 1_950_000_000, ToNs: 2_130_000_000, Unavailable: true, Observed: true}}},
 			Checks:  &CheckSettings{LoadDelivered: 0.95, LagTolerance: 50 * time.Millisecond, MaxLatency: time.Second, Overhead: &OverheadBounds{Route: "/a", Baseline: "/b", P99: 10 * time.Millisecond}},
 			KeyScan: &KeyScan{AtNs: 7e9, WithoutTTL: 1, Examples: []string{"rl:{x}:gcra"}},
 			Phases: []PhaseRecord{{Name: "probe", Kind: PhaseRetryAfterProbe, Probe: &ProbeRecord{Rejected: true, Retried: true, Admitted: true, Wait: time.Second}},
@@ -25,7 +26,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, field := range []string{`"schema": "rlbench-run/v1"`, `"rlbench_commit": "abc123"`, `"store_timeout_ns": 50000000`, `"loses_state": true`,
-		`"failure_mode": "open"`, `"lag_tolerance_ns": 50000000`, `"without_ttl": 1`, `"at_ns": 3000000000`, `"spread_ns": 5000000`, `"achieved_spread_ns": 7000000`, `"written_spread_ns": 7000000`, `"max_idle_ns": 120000000`} {
+		`"failure_mode": "open"`, `"lag_tolerance_ns": 50000000`, `"without_ttl": 1`, `"at_ns": 3000000000`, `"spread_ns": 5000000`, `"achieved_spread_ns": 7000000`, `"written_spread_ns": 7000000`, `"max_idle_ns": 120000000`, `"kind": "store_stall"`, `"observed": true`} {
 		if !strings.Contains(buf.String(), field) {
 			t.Errorf("run.json lacks %s:\n%s", field, buf.String())
 		}

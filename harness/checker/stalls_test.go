@@ -1,0 +1,213 @@
+package checker
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlbench/rlbench/harness/history"
+	"github.com/rlbench/rlbench/harness/runrecord"
+)
+
+// interval is a stretch of a run, from its start.
+type interval struct{ from, to time.Duration }
+
+func (s interval) holds(t time.Duration) bool { return t >= s.from && t <= s.to }
+
+// stallRun is a drill of a GCRA 5/1s, burst 5 limiter shared by instances
+// a and b under 20 req/s for one key from 0 to 4.5 s: outside the store's
+// trouble it decides as the shared GCRA does (charging the shared state);
+// in a declared fault or a stall it decides by its failure mode without
+// charging it: fail-open admits, fail-closed answers 503 with a
+// Retry-After, a fallback admits the first two of each instance's requests
+// (its share of the burst) and rejects the rest. extra, when set, admits
+// its requests on top, charged to nothing: an over-admission.
+func stallRun(mode runrecord.FailureMode, fault interval, stalls []interval, extra []time.Duration) *hist {
+	const period = 200 * time.Millisecond // 5/1s
+	const tau = 4 * period                // burst 5
+	var h hist
+	var tat time.Duration
+	local := map[string]int{}
+	for i, at := 0, time.Duration(0); at < 4500*time.Millisecond; i, at = i+1, at+50*time.Millisecond {
+		in := []string{"a", "b"}[i%2]
+		down := fault.holds(at)
+		for _, s := range stalls {
+			down = down || s.holds(at)
+		}
+		if !down {
+			local = map[string]int{}
+			t := max(tat, at)
+			if t-at <= tau {
+				tat = t + period
+				h.add("k", at, at+2*time.Millisecond, history.Admitted, inst(in))
+			} else {
+				h.add("k", at, at+2*time.Millisecond, history.Rejected, inst(in), retryAfter(int((t-tau-at+time.Second-1)/time.Second)))
+			}
+			continue
+		}
+		end := at + 51*time.Millisecond // the store timeout, and a little
+		switch mode {
+		case runrecord.FailOpen:
+			h.add("k", at, end, history.Admitted, inst(in))
+		case runrecord.FailClosed:
+			h.add("k", at, end, history.Error, inst(in), status(503), retryAfter(1))
+		case runrecord.FailFallback:
+			if local[in]++; local[in] <= 2 {
+				h.add("k", at, end, history.Admitted, inst(in))
+			} else {
+				h.add("k", at, end, history.Rejected, inst(in), retryAfter(1))
+			}
+		}
+	}
+	for _, at := range extra {
+		h.add("k", at, at+time.Millisecond, history.Admitted, inst("a"))
+	}
+	return &h
+}
+
+// stallDrill is the drill of a stallRun: the declared fault, then the
+// observed stalls.
+func stallDrill(mode runrecord.FailureMode, fault interval, stalls []interval) *runrecord.Drill {
+	d := &runrecord.Drill{
+		Mode: mode, Instances: 2, Timeout: 50 * time.Millisecond, Slack: 50 * time.Millisecond, Recovery: 300 * time.Millisecond,
+		Windows: []runrecord.FaultWindow{{Kind: "redis_pause", FromNs: int64(fault.from), ToNs: int64(fault.to), Unavailable: true}},
+	}
+	for _, s := range stalls {
+		d.Windows = append(d.Windows, runrecord.FaultWindow{Kind: runrecord.KindStoreStall, FromNs: int64(s.from), ToNs: int64(s.to), Unavailable: true, Observed: true})
+	}
+	return d
+}
+
+// TestObservedStalls: a store that stalled beyond the store timeout
+// outside the declared fault left the failure mode to decide, as the
+// scenario declares; without the stall recorded the budget check takes
+// those decisions for the shared limiter's and fails or cannot tell, with
+// it they are excused. An over-admission outside every stall still fails,
+// and stalls that excuse too much of the run leave the verdict unknown.
+func TestObservedStalls(t *testing.T) {
+	fault := interval{3 * time.Second, 3500 * time.Millisecond}
+	one := []interval{{time.Second, 1150 * time.Millisecond}}
+	many := []interval{}
+	for at := 100 * time.Millisecond; at < 4000*time.Millisecond; at += 400 * time.Millisecond {
+		many = append(many, interval{at, at + 20*time.Millisecond})
+	}
+	tests := []struct {
+		name   string
+		mode   runrecord.FailureMode
+		stalls []interval
+		extra  []time.Duration
+		// budget without the stalls recorded, and with them
+		without, with Verdict
+		// withClass is the class of the budget result with the stalls.
+		withClass Class
+	}{
+		{name: "fail-open admits in a stall", mode: runrecord.FailOpen, stalls: one, without: Fail, with: Pass, withClass: ClassLimiter},
+		{name: "fail-closed answers 503 in a stall", mode: runrecord.FailClosed, stalls: one, without: Unknown, with: Pass, withClass: ClassLimiter},
+		{name: "fallback admits a share in a stall", mode: runrecord.FailFallback, stalls: one, without: Fail, with: Pass, withClass: ClassLimiter},
+		{
+			name: "over-admission outside the stall", mode: runrecord.FailOpen, stalls: one,
+			extra:   []time.Duration{2 * time.Second, 2010 * time.Millisecond, 2020 * time.Millisecond, 2030 * time.Millisecond, 2040 * time.Millisecond, 2050 * time.Millisecond},
+			without: Fail, with: Fail, withClass: ClassLimiter,
+		},
+		{
+			name: "a stall over a fifth of the run", mode: runrecord.FailOpen, stalls: []interval{{500 * time.Millisecond, 1500 * time.Millisecond}},
+			without: Fail, with: Unknown, withClass: ClassHarness,
+		},
+		{
+			name: "short stalls whose recoveries cover over half", mode: runrecord.FailOpen, stalls: many,
+			without: Fail, with: Unknown, withClass: ClassHarness,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := stallRun(tc.mode, fault, tc.stalls, tc.extra)
+			rep := h.checkFaults(t, "gcra:5/1s,burst=5", stallDrill(tc.mode, fault, nil))
+			if got := result(t, rep, CheckBudget); got.Verdict != tc.without {
+				t.Errorf("without the stalls: budget = %s (%s), want %s", got.Verdict, got.Explanation, tc.without)
+			}
+			rep = h.checkFaults(t, "gcra:5/1s,burst=5", stallDrill(tc.mode, fault, tc.stalls))
+			got := result(t, rep, CheckBudget)
+			if got.Verdict != tc.with {
+				t.Errorf("with the stalls: budget = %s (%s), want %s", got.Verdict, got.Explanation, tc.with)
+			}
+			if got.Class != tc.withClass {
+				t.Errorf("with the stalls: budget class = %s, want %s", got.Class, tc.withClass)
+			}
+			if fr := result(t, rep, CheckFalseRejections); fr.Verdict == Fail {
+				t.Errorf("with the stalls: false-rejections = %s (%s)", fr.Verdict, fr.Explanation)
+			}
+			// The declared fault alone is held to the failure mode and the
+			// latency bound; the stalls to neither.
+			var fm, fl int
+			for _, r := range rep.Results {
+				switch r.Name {
+				case CheckFailureMode:
+					fm++
+					if r.Verdict != Pass {
+						t.Errorf("%s %s = %s (%s), want pass", r.Name, r.Scope, r.Verdict, r.Explanation)
+					}
+				case CheckFaultLatency:
+					fl++
+				}
+				if strings.Contains(r.Scope, runrecord.KindStoreStall) {
+					t.Errorf("a result scoped to a stall: %s %s", r.Name, r.Scope)
+				}
+			}
+			if fm != 1 || fl != 1 {
+				t.Errorf("%d failure-mode and %d fault-latency results, want 1 and 1", fm, fl)
+			}
+			note := strings.Join(rep.Notes, "\n")
+			if want := "the store stalled beyond the store timeout 50ms " + Count(len(tc.stalls), "times"); !strings.Contains(note, want) {
+				t.Errorf("notes %q lack %q", note, want)
+			}
+			if want := "rerun on a quieter machine"; strings.Contains(note, want) != (tc.withClass == ClassHarness) {
+				t.Errorf("notes %q: %q said %v, want %v", note, want, !(tc.withClass == ClassHarness), tc.withClass == ClassHarness)
+			}
+		})
+	}
+}
+
+// TestStallFalseRejection: a fail-closed limiter's request that timed out
+// in a stall was charged when the store caught up, and that late charge
+// alone explains a rejection after it. Recorded as a stall, the request may
+// have been charged then; unrecorded, the rejection looks false.
+func TestStallFalseRejection(t *testing.T) {
+	var h hist
+	h.add("k", 0, time.Millisecond, history.Admitted)
+	h.add("k", time.Millisecond, 2*time.Millisecond, history.Admitted)
+	h.add("k", time.Second, 1051*time.Millisecond, history.Error, status(503), retryAfter(1)) // timed out in the stall
+	for i, out := range []history.Outcome{history.Admitted, history.Admitted, history.Rejected} {
+		at := 3*time.Second + time.Duration(i+1)*time.Millisecond
+		h.add("k", at, at+time.Millisecond, out, retryAfter(1))
+	}
+	// Another key's requests, after the fault, make the stall a small part
+	// of the run.
+	for i := range 20 {
+		at := 7*time.Second + time.Duration(i)*1100*time.Millisecond
+		h.add("z", at, at+time.Millisecond, history.Admitted)
+	}
+	f := &runrecord.Drill{
+		Mode: runrecord.FailClosed, Timeout: 50 * time.Millisecond, Slack: 50 * time.Millisecond, Recovery: 10 * time.Millisecond,
+		Windows: []runrecord.FaultWindow{{Kind: "redis_kill", FromNs: int64(5 * time.Second), ToNs: int64(6 * time.Second), Unavailable: true}},
+	}
+	for _, tc := range []struct {
+		name  string
+		stall *interval
+		want  Verdict
+	}{
+		{"unrecorded", nil, Fail},
+		{"stall to 3 s", &interval{990 * time.Millisecond, 3 * time.Second}, Pass},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := *f
+			d.Windows = append([]runrecord.FaultWindow(nil), f.Windows...)
+			if s := tc.stall; s != nil {
+				d.Windows = append(d.Windows, runrecord.FaultWindow{Kind: runrecord.KindStoreStall, FromNs: int64(s.from), ToNs: int64(s.to), Unavailable: true, Observed: true})
+			}
+			rep := h.checkFaults(t, "gcra:1/1s,burst=3", &d)
+			if got := result(t, rep, CheckFalseRejections); got.Verdict != tc.want {
+				t.Errorf("false-rejections = %s (%s), want %s", got.Verdict, got.Explanation, tc.want)
+			}
+		})
+	}
+}
