@@ -28,11 +28,30 @@ import (
 // interval shorter than a window, as two windows at most meet one. A fault
 // ends the chain of its key until the fault's state-losing restart, which
 // starts a fresh key.
-type firstWindowModel struct{ windowBase }
+type firstWindowModel struct{ keyAnchoredWindow }
 
-func (*firstWindowModel) boundaryBurst() bool { return true }
+// keyAnchoredWindow is what the windows that open at a key's request share
+// (start=first and start=first-grid): with the alignment unknown, a
+// request's window opened within one window before its decision, so the
+// requests that may count against it came at most W before it, and its
+// wait ends within one window. Limit.String names the windows' start.
+type keyAnchoredWindow struct{ windowBase }
 
-func (*firstWindowModel) note() string { return "" } // Limit.String names the windows' start
+func (*keyAnchoredWindow) boundaryBurst() bool { return true }
+
+func (m *keyAnchoredWindow) room(c *limitCheck, g []int32, withUnknown bool) {
+	rollingRoom(c, g, withUnknown, m.L, m)
+}
+
+func (m *keyAnchoredWindow) lookback() int64 { return m.W }
+
+func (m *keyAnchoredWindow) leftAfter(u int64) int64 { return m.L - min(u, m.L+maxCapacity) }
+
+// waitHi is one window: by then the request's window has expired (or, on a
+// grid, turned).
+func (m *keyAnchoredWindow) waitHi(c *limitCheck, _ *request, _ int64, _ []int64) int64 {
+	return m.W + c.r.res
+}
 
 // anchorWindow is the range of the m-th anchor, [lo, hi] ns; hi is
 // math.MaxInt64 when no request surely came after the previous window
@@ -177,22 +196,6 @@ func (m *firstWindowModel) budget(c *limitCheck, g []int32, withUnknown bool) fi
 		best.group, best.unknowns = g, withUnknown
 	}
 	return best
-}
-
-// room: a request's window opened within one window before its decision,
-// so the requests that may count against it came at most W before it, as
-// for a fixed window of unknown alignment.
-func (m *firstWindowModel) room(c *limitCheck, g []int32, withUnknown bool) {
-	rollingRoom(c, g, withUnknown, m.L, m)
-}
-
-func (m *firstWindowModel) lookback() int64 { return m.W }
-
-func (m *firstWindowModel) leftAfter(u int64) int64 { return m.L - min(u, m.L+maxCapacity) }
-
-// waitHi is one window: by then the request's window has expired.
-func (m *firstWindowModel) waitHi(c *limitCheck, _ *request, _ int64, _ []int64) int64 {
-	return m.W + c.r.res
 }
 
 // certain: a judged request surely in a window of the chain, and the

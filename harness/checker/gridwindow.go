@@ -38,7 +38,7 @@ import (
 // 2L in any interval shorter than a window, as two windows at most meet
 // one. A fault ends the grid of its key, as for start=first.
 type gridWindowModel struct {
-	windowBase
+	keyAnchoredWindow
 	idle int64 // Limit.Idle, ns; 0 for a limiter that never forgets a key
 }
 
@@ -46,10 +46,6 @@ type gridWindowModel struct {
 // in which the limiter may have forgotten it) a key's windows are placed
 // by.
 const maxGridAnchors = 8
-
-func (*gridWindowModel) boundaryBurst() bool { return true }
-
-func (*gridWindowModel) note() string { return "" } // Limit.String names the windows' start
 
 // gridAnchor is the range [lo, hi], ns, of an anchor of a key's grid, and
 // from, the index in the key's requests from which it may apply; the
@@ -212,22 +208,6 @@ func (m *gridWindowModel) budget(c *limitCheck, g []int32, withUnknown bool) fin
 		worst.group, worst.unknowns = g, withUnknown
 	}
 	return worst
-}
-
-// room: a request's window began within one window before its decision,
-// so the requests that may count against it came at most W before it, as
-// for a fixed window of unknown alignment.
-func (m *gridWindowModel) room(c *limitCheck, g []int32, withUnknown bool) {
-	rollingRoom(c, g, withUnknown, m.L, m)
-}
-
-func (m *gridWindowModel) lookback() int64 { return m.W }
-
-func (m *gridWindowModel) leftAfter(u int64) int64 { return m.L - min(u, m.L+maxCapacity) }
-
-// waitHi is one window: by then the grid has turned.
-func (m *gridWindowModel) waitHi(c *limitCheck, _ *request, _ int64, _ []int64) int64 {
-	return m.W + c.r.res
 }
 
 // certain: a judged request surely in a window certain under every grid,

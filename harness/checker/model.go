@@ -66,9 +66,9 @@ func modelFor(l Limit, aligned bool) model {
 	case FixedWindow:
 		switch l.Start {
 		case StartFirst:
-			return &firstWindowModel{w}
+			return &firstWindowModel{keyAnchoredWindow{w}}
 		case StartFirstGrid:
-			return &gridWindowModel{windowBase: w, idle: int64(l.Idle)}
+			return &gridWindowModel{keyAnchoredWindow: keyAnchoredWindow{w}, idle: int64(l.Idle)}
 		}
 		if !aligned {
 			return &unalignedWindowModel{windowBase: w}
