@@ -127,10 +127,13 @@ func (t *strtab) appendShared(buf []byte, f int, s string) []byte {
 	return binary.AppendUvarint(buf, id)
 }
 
-// recordDecoder reads the records of one partition's encoding in order.
+// recordDecoder reads the records of one partition's encoding in order,
+// from one or more blocks, none of which ends within a record.
 type recordDecoder struct {
 	t      *strtab
-	buf    []byte
+	buf    []byte   // the block under decoding
+	rest   [][]byte // the blocks after it, none empty
+	base   int      // bytes of the blocks before buf
 	pos    int
 	seq    int64 // position of the record last read
 	next   int64 // position of the next record, -1 until looked up
@@ -139,18 +142,40 @@ type recordDecoder struct {
 	shards map[history.Shard]*history.Shard
 }
 
-func newRecordDecoder(t *strtab, buf []byte) *recordDecoder {
-	return &recordDecoder{t: t, buf: buf, seq: -1, next: -1, keys: map[string]string{}}
+// newRecordDecoder decodes the records of blocks, in order; a block holds
+// whole records.
+func newRecordDecoder(t *strtab, blocks ...[]byte) *recordDecoder {
+	d := &recordDecoder{t: t, seq: -1, next: -1, keys: map[string]string{}}
+	for _, b := range blocks {
+		if len(b) > 0 {
+			d.rest = append(d.rest, b)
+		}
+	}
+	d.advance()
+	return d
+}
+
+// advance moves on to the next block when the one under decoding is read.
+func (d *recordDecoder) advance() {
+	if d.pos < len(d.buf) || len(d.rest) == 0 || d.err != nil {
+		return
+	}
+	d.base += len(d.buf)
+	d.buf, d.rest, d.pos = d.rest[0], d.rest[1:], 0
 }
 
 // more reports whether a record is left.
-func (d *recordDecoder) more() bool { return d.err == nil && d.pos < len(d.buf) }
+func (d *recordDecoder) more() bool {
+	d.advance()
+	return d.err == nil && d.pos < len(d.buf)
+}
 
 // nextSeq returns the position of the next record without reading it.
 func (d *recordDecoder) nextSeq() int64 {
 	if d.next >= 0 {
 		return d.next
 	}
+	d.advance()
 	v, n := binary.Uvarint(d.buf[d.pos:])
 	if n <= 0 {
 		d.fail()
@@ -162,9 +187,9 @@ func (d *recordDecoder) nextSeq() int64 {
 
 func (d *recordDecoder) fail() {
 	if d.err == nil {
-		d.err = fmt.Errorf("%w at byte %d", errCodec, d.pos)
+		d.err = fmt.Errorf("%w at byte %d", errCodec, d.base+d.pos)
 	}
-	d.pos = len(d.buf)
+	d.pos, d.rest = len(d.buf), nil
 }
 
 func (d *recordDecoder) uvarint() uint64 {
@@ -226,6 +251,7 @@ func (d *recordDecoder) key() string {
 func (d *recordDecoder) read(r *history.Record) error {
 	headers := r.Headers
 	clear(headers)
+	d.advance()
 	d.seq += int64(d.uvarint())
 	d.next = -1
 	*r = history.Record{ID: d.uvarint(), Key: d.key(), Instance: d.shared(), Route: d.shared(), Phase: d.shared(), Error: d.shared()}
