@@ -43,12 +43,31 @@ type strtab struct {
 }
 
 // headerIndexOf is the index of name in history.RateLimitHeaders, -1 if
-// it is not there.
+// it is not there: a switch, which compares a name's length before its
+// bytes, in place of a loop over the list (TestHeaderIndexOf holds the
+// two to one answer).
 func headerIndexOf(name string) int {
-	for i, n := range history.RateLimitHeaders {
-		if n == name {
-			return i
-		}
+	switch name {
+	case "retry-after":
+		return 0
+	case "ratelimit":
+		return 1
+	case "ratelimit-policy":
+		return 2
+	case "ratelimit-limit":
+		return 3
+	case "ratelimit-remaining":
+		return 4
+	case "ratelimit-reset":
+		return 5
+	case "x-ratelimit-limit":
+		return 6
+	case "x-ratelimit-remaining":
+		return 7
+	case "x-ratelimit-reset":
+		return 8
+	case "x-ratelimit-used":
+		return 9
 	}
 	return -1
 }
@@ -73,24 +92,15 @@ func (t *strtab) appendRecord(buf []byte, seq, prev int64, r *history.Record) []
 	buf = append(buf, byte(r.Outcome))
 	buf = binary.AppendVarint(buf, r.DecisionUs)
 	buf = binary.AppendUvarint(buf, uint64(len(r.Headers)))
-	// The rate-limit fields by name first: a look-up in a map of a few
-	// entries costs less than starting an iteration over it, and a record
-	// rarely holds other fields.
-	known := 0
-	for i, name := range history.RateLimitHeaders {
-		if known == len(r.Headers) {
-			break
-		}
-		if v, ok := r.Headers[name]; ok {
+	// One pass over the map: a record holds a few fields, mostly
+	// rate-limit fields, which a name look-up in the list would seek one
+	// by one. The fields' order is the map's; decoding does not depend on
+	// it.
+	for name, v := range r.Headers {
+		if i := headerIndexOf(name); i >= 0 {
 			buf = appendString(append(buf, byte(i+1)), v)
-			known++
-		}
-	}
-	if known < len(r.Headers) {
-		for name, v := range r.Headers {
-			if headerIndexOf(name) < 0 {
-				buf = appendString(appendString(append(buf, 0), name), v)
-			}
+		} else {
+			buf = appendString(appendString(append(buf, 0), name), v)
 		}
 	}
 	if r.Shard == nil {

@@ -391,3 +391,17 @@ func TestRateLimitHeadersFit(t *testing.T) {
 	}
 }
 
+// headerIndexOf answers as a search of history.RateLimitHeaders does, for
+// every name there and for names that are not.
+func TestHeaderIndexOf(t *testing.T) {
+	for i, name := range history.RateLimitHeaders {
+		if got := headerIndexOf(name); got != i {
+			t.Errorf("headerIndexOf(%q) = %d, want %d", name, got, i)
+		}
+	}
+	for _, name := range []string{"", "date", "RateLimit", "ratelimit-", "x-ratelimit-used ", "retry-afte"} {
+		if got := headerIndexOf(name); got != -1 {
+			t.Errorf("headerIndexOf(%q) = %d, want -1", name, got)
+		}
+	}
+}
