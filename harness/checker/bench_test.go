@@ -22,7 +22,7 @@ import (
 // benchHistory is n requests over keys keys, decided by the reference
 // limiter at about twice the limit's rate, with [sent, received] jittered by
 // up to 2 ms and the headers the reference middleware sends.
-func benchHistory(b *testing.B, n, keys int, l limiter.Limit) *memSource {
+func benchHistory(b testing.TB, n, keys int, l limiter.Limit) *memSource {
 	rng := rand.New(rand.NewPCG(1, 2))
 	store := limiter.NewMemoryStore()
 	recs := make([]history.Record, n)

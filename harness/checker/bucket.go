@@ -118,8 +118,8 @@ func (b *bucketModel) tightest(c *limitCheck, A []int32, burst int64, answered b
 		return q.recv
 	}
 	T := b.tFast(costOf(reqs, A))
-	sc.vals = distinctSent(reqs, A, sc.vals)
-	vals := sc.vals
+	sc.vals, sc.rank = sentRanks(reqs, A, sc.vals, sc.rank)
+	vals, rank := sc.vals, sc.rank
 	sc.tree.reset(vals)
 	byE := append(sc.b[:0], A...)
 	sc.b = byE
@@ -130,11 +130,15 @@ func (b *bucketModel) tightest(c *limitCheck, A []int32, burst int64, answered b
 	}
 	allowT := burst*T + int64(math.Ceil(c.tol*float64(T)))
 	best, bestB := int64(math.MinInt64), int64(0)
+	k := -1 // indexOf(vals, e), e growing along byE
 	for _, j := range byE {
 		q := &reqs[j]
-		sc.tree.addPrefix(indexOf(vals, q.sent), q.cost*T)
+		sc.tree.addPrefix(int(rank[j]), q.cost*T)
 		e := end(q)
-		v := sc.tree.maxPrefix(indexOf(vals, e)) - e - res - allowT
+		for k+1 < len(vals) && vals[k+1] <= e {
+			k++
+		}
+		v := sc.tree.maxPrefix(k) - e - res - allowT
 		if v > best {
 			best, bestB = v, e
 		}
@@ -247,8 +251,8 @@ func (b *bucketModel) certain(c *limitCheck, g []int32, withUnknown bool) {
 		return
 	}
 	T := b.tFast(costOf(reqs, A))
-	sc.vals = distinctSent(reqs, A, sc.vals)
-	vals := sc.vals
+	sc.vals, sc.rank = sentRanks(reqs, A, sc.vals, sc.rank)
+	vals, rank := sc.vals, sc.rank
 	if len(vals) > 0 {
 		sc.tree.reset(vals)
 	}
@@ -259,8 +263,7 @@ func (b *bucketModel) certain(c *limitCheck, g []int32, withUnknown bool) {
 	for _, i := range Q {
 		q := &reqs[i]
 		for ; pj < len(byE) && reqs[byE[pj]].recv < q.sent; pj++ {
-			j := &reqs[byE[pj]]
-			sc.tree.addPrefix(indexOf(vals, j.sent), j.cost*T)
+			sc.tree.addPrefix(int(rank[byE[pj]]), reqs[byE[pj]].cost*T)
 		}
 		tokT := B * T
 		if k := indexOf(vals, q.sent); k >= 0 {

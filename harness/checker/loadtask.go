@@ -28,6 +28,7 @@ func loadTask(ts *taskSource, narrow narrowing, ws *workspace) (*dataset, error)
 	var values valueCache
 	for len(ts.decs) > 0 {
 		dec := ts.decs[0]
+		dec.advance()
 		dec.seq += int64(dec.uvarint())
 		dec.next = -1
 		seq := dec.seq

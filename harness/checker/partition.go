@@ -60,9 +60,22 @@ func planFor(p Policy) plan {
 	}
 }
 
+// Blocks of a partition's records in memory: a bucket's first block holds
+// minBlock bytes, each next one twice its previous up to maxBlock, so that
+// a small history takes little and a large one is not copied as it grows;
+// a block takes a record only with blockRoom bytes left (a longer record
+// grows it).
+const (
+	minBlock  = 4 << 10
+	maxBlock  = 256 << 10
+	blockRoom = 512
+)
+
 // bucket is the encoded records of one partition: those spilled to the
-// temporary file (chunks) and those still in memory (mem), n in all.
+// temporary file (chunks) and those still in memory (full blocks, then
+// mem, the block being filled), n in all.
 type bucket struct {
+	full   [][]byte
 	mem    []byte
 	chunks []chunk
 	n      int
@@ -83,6 +96,7 @@ type partitions struct {
 	records  int
 	end      int64 // the latest received time, after narrowing
 	inMem    int64
+	free     [][]byte // blocks of maxBlock bytes spilled, to fill again
 	file     *os.File // the temporary file, nil until a spill
 	fileLen  int64
 	unlinked bool // the file's name is gone already
@@ -109,6 +123,9 @@ func partition(src history.Source, narrow narrowing, pl plan) (*partitions, erro
 		narrow.apply(&q, rec.DecisionUs)
 		ps.end = max(ps.end, q.recv)
 		b := &ps.buckets[bucketOf(rec.Key)]
+		if cap(b.mem)-len(b.mem) < blockRoom {
+			ps.newBlock(b)
+		}
 		before := len(b.mem)
 		b.mem = ps.strs.appendRecord(b.mem, seq, b.last, &rec)
 		b.last = seq
@@ -127,10 +144,24 @@ func partition(src history.Source, narrow narrowing, pl plan) (*partitions, erro
 			return ps, err
 		}
 		for i := range ps.buckets {
-			ps.buckets[i].mem = nil
+			ps.buckets[i].full, ps.buckets[i].mem = nil, nil
 		}
+		ps.free = nil
 	}
 	return ps, nil
+}
+
+// newBlock starts a block for b's next records.
+func (ps *partitions) newBlock(b *bucket) {
+	if len(b.mem) > 0 {
+		b.full = append(b.full, b.mem)
+	}
+	size := min(max(2*cap(b.mem), minBlock), maxBlock)
+	if n := len(ps.free); size == maxBlock && n > 0 {
+		b.mem, ps.free = ps.free[n-1], ps.free[:n-1]
+		return
+	}
+	b.mem = make([]byte, 0, size)
 }
 
 // bucketOf is the bucket of key: its hash (keyHash) modulo buckets.
@@ -164,15 +195,24 @@ func (ps *partitions) spill(dir string) error {
 	}
 	for i := range ps.buckets {
 		b := &ps.buckets[i]
-		if len(b.mem) == 0 {
+		if len(b.mem) == 0 && len(b.full) == 0 {
 			continue
 		}
-		if _, err := ps.file.WriteAt(b.mem, ps.fileLen); err != nil {
-			return fmt.Errorf("partition the history: %w", err)
+		c := chunk{off: ps.fileLen}
+		for _, block := range append(b.full, b.mem) {
+			if _, err := ps.file.WriteAt(block, ps.fileLen+c.len); err != nil {
+				return fmt.Errorf("partition the history: %w", err)
+			}
+			c.len += int64(len(block))
 		}
-		b.chunks = append(b.chunks, chunk{ps.fileLen, int64(len(b.mem))})
-		ps.fileLen += int64(len(b.mem))
-		b.mem = b.mem[:0]
+		b.chunks = append(b.chunks, c)
+		ps.fileLen += c.len
+		for _, block := range b.full {
+			if cap(block) == maxBlock {
+				ps.free = append(ps.free, block[:0])
+			}
+		}
+		b.full, b.mem = b.full[:0], b.mem[:0]
 	}
 	ps.inMem = 0
 	return nil
@@ -236,23 +276,23 @@ func (ps *partitions) tasks(pl plan) []task {
 	return out
 }
 
-// bytes returns the encoded records of bucket i, read back from the
-// temporary file where they spilled, and lets go of those in memory once
-// every part of the bucket has them.
-func (ps *partitions) bytes(i int) ([]byte, error) {
+// blocks returns the encoded records of bucket i in blocks of whole
+// records, read back from the temporary file where they spilled, and lets
+// go of those in memory once every part of the bucket has them.
+func (ps *partitions) blocks(i int) ([][]byte, error) {
 	b := &ps.buckets[i]
+	blocks := append(b.full[:len(b.full):len(b.full)], b.mem)
+	if b.reads++; b.reads >= b.parts {
+		b.full, b.mem = nil, nil
+	}
 	if len(b.chunks) == 0 {
-		buf := b.mem
-		if b.reads++; b.reads >= b.parts {
-			b.mem = nil
-		}
-		return buf, nil
+		return blocks, nil
 	}
 	var size int64
 	for _, c := range b.chunks {
 		size += c.len
 	}
-	buf := make([]byte, size, size+int64(len(b.mem)))
+	buf := make([]byte, size)
 	pos := int64(0)
 	for _, c := range b.chunks {
 		if _, err := ps.file.ReadAt(buf[pos:pos+c.len], c.off); err != nil {
@@ -260,11 +300,7 @@ func (ps *partitions) bytes(i int) ([]byte, error) {
 		}
 		pos += c.len
 	}
-	buf = append(buf, b.mem...)
-	if b.reads++; b.reads >= b.parts {
-		b.mem = nil
-	}
-	return buf, nil
+	return append([][]byte{buf}, blocks...), nil
 }
 
 // taskSource is the records of a run of buckets, in history order: a heap
@@ -286,12 +322,12 @@ func (ps *partitions) taskSource(t task) (*taskSource, error) {
 		if ps.buckets[i].n == 0 {
 			continue
 		}
-		buf, err := ps.bytes(i)
+		blocks, err := ps.blocks(i)
 		if err != nil {
 			return nil, err
 		}
 		ts.n += ps.buckets[i].n
-		ts.decs = append(ts.decs, newRecordDecoder(&ps.strs, buf))
+		ts.decs = append(ts.decs, newRecordDecoder(&ps.strs, blocks...))
 	}
 	for i := len(ts.decs)/2 - 1; i >= 0; i-- {
 		ts.down(i)

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"testing"
@@ -86,6 +87,36 @@ func TestPartitionedIsSequential(t *testing.T) {
 	}
 	if left, err := os.ReadDir(dir); err != nil || len(left) > 0 {
 		t.Errorf("temporary files left behind: %v %v", left, err)
+	}
+}
+
+// A partition of many records fills a chain of blocks, spills them and
+// fills the spilled blocks again, and reads back the same report as one
+// pass over the history.
+func TestPartitionedBlocks(t *testing.T) {
+	l := mustRefLimit(t, "gcra:100/1s,burst=20")
+	p := Policy{Rules: []Rule{{Limits: []Limit{mustLimit(t, l.Spec())}}}}
+	src := benchHistory(t, 60_000, 2, l) // two buckets of about 1.2 MB each
+	want, err := checkSequential(src, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, pl := range []plan{
+		smallPlan(2, 1<<20, 1<<30, dir),    // in memory, blocks up to maxBlock
+		smallPlan(2, 1<<20, 1500<<10, dir), // spills once, midway
+		smallPlan(2, 5000, 600<<10, dir),   // spills often, refills freed blocks; a bucket in parts
+	} {
+		t.Run(fmt.Sprintf("spill at %d", pl.spillAt), func(t *testing.T) {
+			src.next = 0
+			got, err := checkPlanned(src, p, pl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("report differs from the sequential one\n got %+v\nwant %+v", got, want)
+			}
+		})
 	}
 }
 
@@ -198,6 +229,25 @@ func TestCodecCarriesEveryField(t *testing.T) {
 	}
 	if dec.more() {
 		t.Error("records left after the last")
+	}
+	// Blocks of whole records decode as one buffer does, however cut.
+	for cut := 1; cut < len(recs); cut++ {
+		var at int
+		for n, whole := range ends {
+			if whole == cut {
+				at = n
+			}
+		}
+		dec := newRecordDecoder(&tab, nil, buf[:at], []byte{}, buf[at:])
+		for i, want := range recs {
+			var got history.Record
+			if err := dec.read(&got); err != nil || !reflect.DeepEqual(got, want) {
+				t.Errorf("blocks cut after record %d, record %d: got %+v (%v), want %+v", cut, i, got, err, want)
+			}
+		}
+		if dec.more() {
+			t.Errorf("blocks cut after record %d: records left after the last", cut)
+		}
 	}
 	// A cut encoding is an error, not a panic, to both decoders.
 	for n := range len(buf) {
@@ -338,5 +388,20 @@ func TestTasksCoverBuckets(t *testing.T) {
 func TestRateLimitHeadersFit(t *testing.T) {
 	if n := len(history.RateLimitHeaders); n > maxRateLimitHeaders {
 		t.Fatalf("%d rate-limit headers, headerSet holds %d: raise maxRateLimitHeaders", n, maxRateLimitHeaders)
+	}
+}
+
+// headerIndexOf answers as a search of history.RateLimitHeaders does, for
+// every name there and for names that are not.
+func TestHeaderIndexOf(t *testing.T) {
+	for i, name := range history.RateLimitHeaders {
+		if got := headerIndexOf(name); got != i {
+			t.Errorf("headerIndexOf(%q) = %d, want %d", name, got, i)
+		}
+	}
+	for _, name := range []string{"", "date", "RateLimit", "ratelimit-", "x-ratelimit-used ", "retry-afte"} {
+		if got := headerIndexOf(name); got != -1 {
+			t.Errorf("headerIndexOf(%q) = %d, want -1", name, got)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 type scratch struct {
 	a, b, c, d []int32
 	vals       []int64
+	rank       []int32 // by request: its sent time's position in vals (sentRanks)
 	cnt, str   []int64
 	tree       maxTree
 	fw         fenwick
@@ -45,6 +46,23 @@ func distinctSent(reqs []request, idx []int32, vals []int64) []int64 {
 		}
 	}
 	return vals
+}
+
+// sentRanks is distinctSent, and sets the rank of each request i of idx
+// to the position of its sent time in vals (rank grows to reqs' length):
+// what indexOf(vals, reqs[i].sent) returns, without a search.
+func sentRanks(reqs []request, idx []int32, vals []int64, rank []int32) ([]int64, []int32) {
+	vals = vals[:0]
+	if len(rank) < len(reqs) {
+		rank = make([]int32, len(reqs))
+	}
+	for _, i := range idx {
+		if s := reqs[i].sent; len(vals) == 0 || vals[len(vals)-1] != s {
+			vals = append(vals, s)
+		}
+		rank[i] = int32(len(vals) - 1)
+	}
+	return vals, rank
 }
 
 // sortByRecv orders idx by received time.
