@@ -64,14 +64,19 @@ with faults runs unsharded, marked "unsharded (faults)".
 
 With --repeat-reference N it instead runs every shipped scenario N times
 against the reference limiter, and every peer scenario (scenarios/peers) N
-times against its peer, and counts the false failures: any failure is one,
-since each keeps the promise its scenario claims. A peer this machine lacks
-is skipped, not failed. Use N = 20 before a release:
+times against its peer, and counts the false failures: any failure of a
+limiter check is one, since each keeps the promise its scenario claims (a
+peer's known findings aside). A run the harness could not make valid (a
+generator behind its schedule, a burst not released as one) is made again,
+up to 3 times, and then counted as a harness error, not as a false failure.
+A peer this machine lacks is skipped, not failed. Use N = 20 before a
+release:
 
   rlbench mutate --repeat-reference 20`,
 	footer: `Exit codes: 0 every variant caught by its check and every reference run
 passed (or, with --repeat-reference, no false failure), 1 otherwise, 2 on
-invalid input or a run that could not complete.`,
+invalid input or a run that could not complete, 3 with --repeat-reference
+when no run failed falsely but some stayed the harness's error.`,
 }
 
 func (c *mutateCommand) Usage() string { return mutateHelp.text(new(mutateFlags).flagSet()) }
@@ -138,6 +143,8 @@ func (c *mutateCommand) Run(ctx context.Context, args []string) error {
 			return fmt.Errorf("%d runs could not complete (see above)", fa.Incomplete)
 		case fa.Total() > 0:
 			return errChecksFailed
+		case fa.Invalids() > 0:
+			return fmt.Errorf("%w: %d runs stayed the harness's error after every attempt (see above)", errHarness, fa.Invalids())
 		}
 		return nil
 	}

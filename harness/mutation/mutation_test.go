@@ -153,7 +153,8 @@ func TestScoreText(t *testing.T) {
 func TestFalseAlarmsText(t *testing.T) {
 	fa := &FalseAlarms{Rounds: 3, Out: "out", Tallies: []Tally{
 		{Scenario: "quickstart"},
-		{Scenario: "overhead", Failures: 2, Checks: []string{"max-latency", "load-delivered"}},
+		{Scenario: "overhead", Failures: 2, Checks: []string{"max-latency"}},
+		{Scenario: "concurrency", Invalid: 1, Checks: []string{"load-delivered (harness)"}},
 		{Scenario: "peer-express", Known: 3},
 		{Scenario: "peer-nginx-nodelay", Skipped: 3, Why: "nginx is not installed"},
 	}}
@@ -163,19 +164,23 @@ func TestFalseAlarmsText(t *testing.T) {
 	if got, want := fa.Skipped(), 3; got != want {
 		t.Fatalf("Skipped = %d, want %d", got, want)
 	}
+	if got, want := fa.Invalids(), 1; got != want {
+		t.Fatalf("Invalids = %d, want %d", got, want)
+	}
 	var buf bytes.Buffer
 	if err := fa.WriteText(&buf); err != nil {
 		t.Fatal(err)
 	}
 	text := squeeze(buf.String())
 	for _, want := range []string{
-		"SCENARIO RUNS SKIPPED KNOWN FINDINGS FALSE FAILURES FAILED CHECKS",
-		"quickstart 3 0 0 0 -",
-		"overhead 3 0 0 2 max-latency, load-delivered",
-		"peer-express 3 0 3 0 -",
-		"peer-nginx-nodelay 0 3 0 0 -",
+		"SCENARIO RUNS SKIPPED KNOWN FINDINGS HARNESS ERRORS FALSE FAILURES FAILED CHECKS",
+		"quickstart 3 0 0 0 0 -",
+		"overhead 3 0 0 0 2 max-latency",
+		"concurrency 3 0 0 1 0 load-delivered (harness)",
+		"peer-express 3 0 3 0 0 -",
+		"peer-nginx-nodelay 0 3 0 0 0 -",
 		"peer-nginx-nodelay skipped: nginx is not installed",
-		"False failures: 2 in 9 reference runs (4 scenarios × 3, 3 skipped). Runs in out.",
+		"False failures: 2 in 12 reference runs (5 scenarios × 3, 3 skipped, 1 the harness's error after 3 attempts). Runs in out.",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, buf.String())
@@ -209,10 +214,14 @@ func TestHarnessError(t *testing.T) {
 		{"limiter failed too", []checker.Result{res(checker.CheckBudget, checker.Fail), res(checker.CheckLoadDelivered, checker.Fail)}, false},
 		{"limiter failed alone", []checker.Result{res(checker.CheckRetryAfter, checker.Fail)}, false},
 		{"limiter unknown, generator behind", []checker.Result{res(checker.CheckBudget, checker.Unknown), res(checker.CheckLoadDelivered, checker.Fail)}, true},
+		{"known finding, burst spread", []checker.Result{res(checker.CheckRetryAfter, checker.Fail), res(checker.CheckLoadDelivered, checker.Fail)}, true},
+		{"known finding alone", []checker.Result{res(checker.CheckRetryAfter, checker.Fail)}, false},
+		{"known finding and a new one, burst spread", []checker.Result{res(checker.CheckRetryAfter, checker.Fail), res(checker.CheckBudget, checker.Fail), res(checker.CheckLoadDelivered, checker.Fail)}, false},
 	}
+	known := []string{checker.CheckRetryAfter}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := harnessError(tt.results); got != tt.want {
+			if got := harnessError(tt.results, known); got != tt.want {
 				t.Fatalf("harnessError = %v, want %v", got, tt.want)
 			}
 		})

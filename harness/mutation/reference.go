@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/rlbench/rlbench/harness/checker"
 	harnesspeers "github.com/rlbench/rlbench/harness/peers"
 	"github.com/rlbench/rlbench/scenarios"
 	"github.com/rlbench/rlbench/scenarios/peers"
@@ -24,13 +25,19 @@ type Tally struct {
 	Scenario string
 	// Failures counts the completed runs with a check that did not pass.
 	Failures int
-	// Checks names the checks that did not pass, in the order first seen.
+	// Checks names the checks that did not pass, in the order first seen;
+	// a harness check of a run counted in Invalid is marked "(harness)".
 	Checks []string
 	// Known counts the completed runs that failed only checks the
 	// scenario's known findings name (scenarios/peers.Findings: a peer
 	// that does not keep the policy claimed for it): true failures, not
 	// false alarms.
 	Known int
+	// Invalid counts the completed runs that stayed the harness's error
+	// after every attempt (a generator that fell behind on a busy machine,
+	// a burst not released as one): they judged no limiter, so they are
+	// neither passes nor false failures.
+	Invalid int
 	// Skipped counts the runs of a peer scenario whose peer is not
 	// installed on this machine: neither passed nor failed.
 	Skipped int
@@ -89,7 +96,8 @@ func RepeatReference(ctx context.Context, opts Options, rounds int) (*FalseAlarm
 	for i := range rounds {
 		for j, sc := range all {
 			opts.progressf("mutate: reference %d/%d: %s", i+1, rounds, sc.Name)
-			results, err := runValid(ctx, &opts, sc, filepath.Join(opts.Out, fmt.Sprintf("round-%d", i+1), sc.Name), "", 0)
+			known := peers.Findings[sc.Name]
+			results, err := runValid(ctx, &opts, sc, filepath.Join(opts.Out, fmt.Sprintf("round-%d", i+1), sc.Name), "", 0, known)
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("interrupted: %w", ctx.Err())
 			}
@@ -108,8 +116,17 @@ func RepeatReference(ctx context.Context, opts Options, rounds int) (*FalseAlarm
 				continue
 			}
 			t := &fa.Tallies[j]
+			if harnessError(results, known) {
+				t.Invalid++
+				for _, r := range results {
+					if n := r.Name + " (harness)"; r.Verdict != checker.Pass && r.Whose() == checker.ClassHarness && !slices.Contains(t.Checks, n) {
+						t.Checks = append(t.Checks, n)
+					}
+				}
+				continue
+			}
 			names := failed(results)
-			if known := peers.Findings[sc.Name]; len(names) > 0 && !slices.ContainsFunc(names, func(n string) bool { return !slices.Contains(known, n) }) {
+			if len(names) > 0 && !slices.ContainsFunc(names, func(n string) bool { return !slices.Contains(known, n) }) {
 				t.Known++
 				continue
 			}
@@ -148,20 +165,30 @@ func referenceScenarios() ([]*scenarios.Scenario, error) {
 	return append(all, more...), nil
 }
 
+// Invalids counts the runs over every scenario that stayed the harness's
+// error.
+func (f *FalseAlarms) Invalids() int {
+	n := 0
+	for _, t := range f.Tallies {
+		n += t.Invalid
+	}
+	return n
+}
+
 // WriteText writes one row per scenario (its runs, skipped runs, runs
-// that showed only a known finding, false failures and the checks that
-// failed), the reasons for skipped runs and the total. The only errors are
-// w's.
+// that showed only a known finding, runs that stayed the harness's error,
+// false failures and the checks that failed), the reasons for skipped runs
+// and the total. The only errors are w's.
 func (f *FalseAlarms) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCENARIO\tRUNS\tSKIPPED\tKNOWN FINDINGS\tFALSE FAILURES\tFAILED CHECKS")
+	fmt.Fprintln(tw, "SCENARIO\tRUNS\tSKIPPED\tKNOWN FINDINGS\tHARNESS ERRORS\tFALSE FAILURES\tFAILED CHECKS")
 	var why []string
 	for _, t := range f.Tallies {
 		checks := "-"
 		if len(t.Checks) > 0 {
 			checks = strings.Join(t.Checks, ", ")
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", t.Scenario, f.Rounds-t.Skipped, t.Skipped, t.Known, t.Failures, checks)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", t.Scenario, f.Rounds-t.Skipped, t.Skipped, t.Known, t.Invalid, t.Failures, checks)
 		if t.Why != "" {
 			why = append(why, fmt.Sprintf("%s skipped: %s", t.Scenario, t.Why))
 		}
@@ -175,7 +202,7 @@ func (f *FalseAlarms) WriteText(w io.Writer) error {
 		}
 	}
 	runs := f.Rounds*len(f.Tallies) - f.Skipped()
-	_, err := fmt.Fprintf(w, "\nFalse failures: %d in %d reference runs (%d scenarios × %d, %d skipped). Runs in %s.\n",
-		f.Total(), runs, len(f.Tallies), f.Rounds, f.Skipped(), f.Out)
+	_, err := fmt.Fprintf(w, "\nFalse failures: %d in %d reference runs (%d scenarios × %d, %d skipped, %d the harness's error after %d attempts). Runs in %s.\n",
+		f.Total(), runs, len(f.Tallies), f.Rounds, f.Skipped(), f.Invalids(), attempts, f.Out)
 	return err
 }
