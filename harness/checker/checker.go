@@ -202,10 +202,15 @@ func finish(hdr history.Header, p Policy, c clock, uses []limitUse, pt *partial)
 	// (401, 404) or did not answer, it names the cause the other checks
 	// only suffer from.
 	rep.Results = append(rep.Results, pt.status.result(rep))
+	// at is where each limit's budget result and each rule's
+	// false-rejection result sit, for the guard on the observed stalls.
+	at := guarded{budget: make([]int, len(uses)), rules: make([]int, len(p.Rules))}
 	for k, u := range uses {
+		at.budget[k] = len(rep.Results)
 		rep.Results = append(rep.Results, pt.limits[k].results(u, p, c.known)...)
 	}
 	for ri := range p.Rules {
+		at.rules[ri] = len(rep.Results)
 		rep.Results = append(rep.Results, pt.rules[ri].result(p, int32(ri)))
 	}
 	if p.SkipHeaderChecks {
@@ -215,7 +220,7 @@ func finish(hdr history.Header, p Policy, c clock, uses []limitUse, pt *partial)
 	}
 	rep.Notes = append(rep.Notes, clockNotes(hdr, c, uses)...)
 	rep.Results = append(rep.Results, faultResults(p, p.Faults, pt)...)
-	rep.Notes = append(rep.Notes, stallNotes(rep.Results, p.Faults, pt.stalls, pt.counts.Records)...)
+	rep.Notes = append(rep.Notes, stallNotes(rep.Results, at, p, uses, pt)...)
 	classify(rep.Results)
 	return rep
 }
@@ -374,6 +379,9 @@ func checkDataset(d *dataset, p Policy, c clock, uses []limitUse, pt *partial, w
 				pt.rules[j].requests++
 				if c := p.Rules[j].Cost; c > 0 {
 					q.cost = c
+				}
+				if !q.faulted {
+					pt.rules[j].judged += q.cost
 				}
 				break
 			}

@@ -41,7 +41,8 @@ func (d *dataset) affects(q *request, w runrecord.FaultWindow) bool {
 // requests it overlaps, and those of its recovery, just as a declared
 // fault does, but is not a fault check's window: not every request sent
 // in it met the stall, so neither the failure mode nor the fault latency
-// is held to it. The requests it alone excuses are counted into st.
+// is held to it. The requests the declared faults excuse, and those the
+// stalls alone excuse, are counted into st.
 func applyFaults(d *dataset, p Policy, f *runrecord.Drill, end int64, parts []faultPart, st *stallPart) {
 	if f == nil || len(f.Windows) == 0 {
 		return
@@ -99,6 +100,9 @@ func applyFaults(d *dataset, p Policy, f *runrecord.Drill, end int64, parts []fa
 			if q.sent <= to {
 				q.recv = max(q.recv, to)
 			}
+		}
+		if declared {
+			st.declared++
 		}
 		if stalled && !declared {
 			st.excused++

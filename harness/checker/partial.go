@@ -131,6 +131,7 @@ func (p *partial) merge(o *partial) {
 	for i := range p.faults {
 		p.faults[i].merge(&o.faults[i])
 	}
+	p.stalls.declared += o.stalls.declared
 	p.stalls.excused += o.stalls.excused
 	p.stalls.overlapped += o.stalls.overlapped
 }
@@ -189,12 +190,16 @@ func (l *limitPart) merge(o *limitPart) {
 // rulePart is the false-rejection check's part for one rule.
 type rulePart struct {
 	requests, rejected int
-	proven, ifUnknown  exampleList
+	// judged is the units of the rule's requests that no declared fault or
+	// observed stall excused.
+	judged            int64
+	proven, ifUnknown exampleList
 }
 
 func (r *rulePart) merge(o *rulePart) {
 	r.requests += o.requests
 	r.rejected += o.rejected
+	r.judged += o.judged
 	r.proven.merge(o.proven)
 	r.ifUnknown.merge(o.ifUnknown)
 }

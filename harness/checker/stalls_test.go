@@ -211,3 +211,117 @@ func TestStallFalseRejection(t *testing.T) {
 		})
 	}
 }
+
+// maskRun is the shape of a drill whose stalls once masked a failure: a
+// GCRA limiter holding 10/s with burst 10 (τ 0.9 s), claimed as 9/s with
+// burst 10, under 30 req/s for one key over 18 s (540 requests); in the
+// declared fault and in the stalls it admits without charging (fail-open).
+// The declared fault, 4 s to 10 s with its 2 s recovery, excuses 240 of
+// them. extra admits its requests on top, charged to nothing.
+func maskRun(stalls []interval, extra []time.Duration) (*hist, *runrecord.Drill) {
+	const period, tau = 100 * time.Millisecond, 900 * time.Millisecond
+	fault := interval{4 * time.Second, 10 * time.Second}
+	var h hist
+	var tat time.Duration
+	for at := time.Duration(0); at < 18*time.Second; at += time.Second / 30 {
+		down := fault.holds(at)
+		for _, s := range stalls {
+			down = down || s.holds(at)
+		}
+		switch t := max(tat, at); {
+		case down:
+			h.add("k", at, at+51*time.Millisecond, history.Admitted)
+		case t-at <= tau:
+			tat = t + period
+			h.add("k", at, at+2*time.Millisecond, history.Admitted)
+		default:
+			h.add("k", at, at+2*time.Millisecond, history.Rejected, retryAfter(1))
+		}
+	}
+	for _, at := range extra {
+		h.add("k", at, at+time.Millisecond, history.Admitted)
+	}
+	d := &runrecord.Drill{
+		Mode: runrecord.FailOpen, Instances: 2, Timeout: 50 * time.Millisecond, Slack: 50 * time.Millisecond, Recovery: 2 * time.Second,
+		Windows: []runrecord.FaultWindow{{Kind: "redis_kill", FromNs: int64(fault.from), ToNs: int64(fault.to), Unavailable: true}},
+	}
+	for _, s := range stalls {
+		d.Windows = append(d.Windows, runrecord.FaultWindow{Kind: runrecord.KindStoreStall, FromNs: int64(s.from), ToNs: int64(s.to), Unavailable: true, Observed: true})
+	}
+	return &h, d
+}
+
+// TestStallsMaskNoFailure: stalls that excuse most of what a long declared
+// fault leaves judged make the budget and false-rejection verdicts unknown,
+// never a pass, though they excuse under half of the whole run; a failure
+// proven on requests no fault or stall excused stays one; and a pass on
+// fewer judged units than twice the limit's capacity is unknown too.
+func TestStallsMaskNoFailure(t *testing.T) {
+	three := []interval{ // 0.3 s each; with their recoveries 210 requests
+		{300 * time.Millisecond, 600 * time.Millisecond},
+		{12300 * time.Millisecond, 12600 * time.Millisecond},
+		{15 * time.Second, 15300 * time.Millisecond},
+	}
+	tests := []struct {
+		name   string
+		spec   string
+		stalls []interval
+		extra  []time.Duration
+		// budget and false-rejections with the stalls recorded
+		budget, falseRej Verdict
+		// note is a note's text the report must hold.
+		note string
+	}{
+		{
+			name: "stalls excuse most of what the fault left", spec: "gcra:9/1s,burst=10", stalls: three,
+			budget: Unknown, falseRej: Unknown, note: "excusing 210 requests with their recoveries (70.0%, at most 50%)",
+		},
+		{
+			name: "over-admission in the judged part", spec: "gcra:9/1s,burst=10", stalls: three,
+			extra:  burst(17500*time.Millisecond, 11),
+			budget: Fail, falseRej: Unknown, note: "excusing 210 requests",
+		},
+		{
+			name: "one stall, a capacity beyond half the judged part", spec: "gcra:10/1s,burst=200", stalls: three[:1],
+			// The limiter's rejections are false under a claimed burst of
+			// 200, proven on judged requests: that failure stays.
+			budget: Unknown, falseRej: Fail, note: "fewer than 2 times its capacity 200",
+		},
+		{
+			name: "one stall, enough judged", spec: "gcra:10/1s,burst=10", stalls: three[:1],
+			budget: Pass, falseRej: Pass, note: "70 requests of the 300 the declared faults left judged excused",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h, d := maskRun(tc.stalls, tc.extra)
+			rep := h.checkFaults(t, tc.spec, d)
+			if got := result(t, rep, CheckBudget); got.Verdict != tc.budget {
+				t.Errorf("budget = %s (%s), want %s", got.Verdict, got.Explanation, tc.budget)
+			} else if got.Verdict == Unknown && got.Class != ClassHarness {
+				t.Errorf("budget class = %s, want %s", got.Class, ClassHarness)
+			}
+			if got := result(t, rep, CheckFalseRejections); got.Verdict != tc.falseRej {
+				t.Errorf("false-rejections = %s (%s), want %s", got.Verdict, got.Explanation, tc.falseRej)
+			}
+			if note := strings.Join(rep.Notes, "\n"); !strings.Contains(note, tc.note) {
+				t.Errorf("notes %q lack %q", note, tc.note)
+			}
+		})
+	}
+	// Without the stalls recorded the claim fails, as it should: the
+	// limiter admits more than 9/s allows after the fault's recovery.
+	h, d := maskRun(nil, nil)
+	if got := result(t, h.checkFaults(t, "gcra:9/1s,burst=10", d), CheckBudget); got.Verdict != Fail {
+		t.Errorf("without stalls: budget = %s (%s), want fail", got.Verdict, got.Explanation)
+	}
+}
+
+// burst is n instants 1 ms apart from at.
+func burst(at time.Duration, n int) []time.Duration {
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = at + time.Duration(i)*time.Millisecond
+	}
+	return out
+}
