@@ -21,7 +21,10 @@ import (
 // fell behind, a fault never injected, a scenario that could not run) is
 // an <error>, as JUnit means it: the test could not be carried out, which
 // is not the limiter's failure. A skipped scenario is a suite of one
-// <testcase name="run"> with <skipped message="why">.
+// <testcase name="run"> with <skipped message="why">. A scenario's notes
+// (checker.ScenarioSummary.Notes: checks not run, the store stalls the
+// harness observed and what they excused) are its suite's <system-out>, a
+// line each, after its test cases as the JUnit schema orders them.
 type junitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
 	Name     string       `xml:"name,attr"`
@@ -40,6 +43,8 @@ type junitSuite struct {
 	Skipped  int         `xml:"skipped,attr"`
 	Time     string      `xml:"time,attr,omitempty"`
 	Cases    []junitCase `xml:"testcase"`
+	// SystemOut is the scenario's notes, one a line.
+	SystemOut string `xml:"system-out,omitempty"`
 }
 
 type junitCase struct {
@@ -73,7 +78,7 @@ func WriteJUnit(w io.Writer, s *checker.Summary) error {
 		out.Suites = append(out.Suites, suite)
 	}
 	for _, sc := range s.Scenarios {
-		suite := junitSuite{Name: sc.Name}
+		suite := junitSuite{Name: sc.Name, SystemOut: strings.Join(sc.Notes, "\n")}
 		for _, r := range sc.Checks {
 			c := junitCase{Name: CheckLabel(r), ClassName: "rlbench." + sc.Name, SystemOut: outcomeLine(r)}
 			switch r.Status() {

@@ -88,3 +88,34 @@ func TestWriteJUnitHarnessAndSkips(t *testing.T) {
 		t.Errorf("skipped suite = %+v", sk)
 	}
 }
+
+// TestWriteJUnitNotes: a scenario's notes, the observed store stalls' among
+// them, are its suite's <system-out>, one a line; a suite without notes has
+// none.
+func TestWriteJUnitNotes(t *testing.T) {
+	stall := "the store stalled beyond the store timeout 200ms 2 times (total 600 ms, 233 requests of the 299 the declared faults left judged excused) outside the declared faults: at 0.30–0.60 s, 7.40–7.70 s"
+	s := checker.NewSummary(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s.AddReport("drill-redis-kill-open", &checker.Report{
+		Results: []checker.Result{{Name: checker.CheckBudget, Class: checker.ClassHarness, Verdict: checker.Unknown, Unit: "units", Explanation: "too little of the run was judged"}},
+		Notes:   []string{"checks.headers is false", stall},
+	})
+	s.AddReport("quiet", &checker.Report{Results: []checker.Result{{Name: checker.CheckBudget, Verdict: checker.Pass, Unit: "units"}}})
+	var buf bytes.Buffer
+	if err := WriteJUnit(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	var got junitSuites
+	if err := xml.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatalf("junit.xml does not parse: %v\n%s", err, buf.String())
+	}
+	if got, want := got.Suites[0].SystemOut, "checks.headers is false\n"+stall; got != want {
+		t.Errorf("suite system-out = %q, want %q", got, want)
+	}
+	if got := got.Suites[1].SystemOut; got != "" {
+		t.Errorf("suite without notes: system-out = %q, want none", got)
+	}
+	if i, j := strings.Index(buf.String(), "</testcase>"), strings.Index(buf.String(), "<system-out>checks.headers"); j < 0 || j < i {
+		// The schema puts a suite's system-out after its test cases.
+		t.Errorf("the suite's system-out is missing or before its test cases:\n%s", buf.String())
+	}
+}

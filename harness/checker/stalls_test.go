@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"time"
@@ -324,4 +325,37 @@ func burst(at time.Duration, n int) []time.Duration {
 		out[i] = at + time.Duration(i)*time.Millisecond
 	}
 	return out
+}
+
+// TestStallNoteInSummary: the note on the observed stalls, with the
+// requests they excused, reaches summary.json beside the unknown verdict
+// it explains, so a gate reading the summary sees it too.
+func TestStallNoteInSummary(t *testing.T) {
+	h, d := maskRun([]interval{
+		{300 * time.Millisecond, 600 * time.Millisecond},
+		{12300 * time.Millisecond, 12600 * time.Millisecond},
+		{15 * time.Second, 15300 * time.Millisecond},
+	}, nil)
+	s := NewSummary(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s.AddReport("drill-redis-kill-open", h.checkFaults(t, "gcra:9/1s,burst=10", d))
+	var buf bytes.Buffer
+	if err := s.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadSummary(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := back.Status, StatusError; got != want {
+		t.Errorf("Status = %s, want %s", got, want)
+	}
+	notes := strings.Join(back.Scenarios[0].Notes, "\n")
+	for _, want := range []string{
+		"the store stalled beyond the store timeout 50ms 3 times (total 900 ms, 210 requests of the 300 the declared faults left judged excused)",
+		"rerun on a quieter machine",
+	} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("summary.json's notes %q lack %q", notes, want)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -38,6 +39,11 @@ const SummarySchema = "rlbench-summary/v1"
 //	            records), transport_errors, faulted (requests during a fault
 //	            or its recovery, judged by the fault checks), unmatched
 //	            (requests no rule of the policy covers).
+//	  notes     array of strings, optional: what the checks say beside
+//	            their verdicts, as the terminal report prints it (checks not
+//	            run, what the clock allowed, the store stalls the harness
+//	            observed outside the declared faults and how many requests
+//	            they excused).
 //	  checks    array of objects:
 //	    name         string: the check (budget, false-rejections, retry-after,
 //	                 ratelimit-fields, header-style, status,
@@ -70,6 +76,7 @@ const SummarySchema = "rlbench-summary/v1"
 // Fields are never removed or retyped within v1; consumers ignore fields
 // they do not know. status, totals, counts, class and skipped were added
 // within v1: a reader of an older summary derives them (ReadSummary does).
+// notes were added within v1 too; an older summary has none.
 type Summary struct {
 	Schema    string            `json:"schema"`
 	Generated time.Time         `json:"generated"`
@@ -87,7 +94,11 @@ type ScenarioSummary struct {
 	Status  Status  `json:"status"`
 	// Counts are the history's figures; nil for a scenario that could not
 	// run, and in summaries written before they were recorded.
-	Counts *Counts  `json:"counts,omitempty"`
+	Counts *Counts `json:"counts,omitempty"`
+	// Notes are the report's notes (Report.Notes); nil when it had none,
+	// for a scenario that could not run, and in summaries written before
+	// they were recorded.
+	Notes  []string `json:"notes,omitempty"`
 	Checks []Result `json:"checks"`
 }
 
@@ -119,10 +130,10 @@ func (s *Summary) Add(name string, results []Result) {
 	s.add(ScenarioSummary{Name: name, Checks: results})
 }
 
-// AddReport is Add with rep's results and counts.
+// AddReport is Add with rep's results, counts and notes.
 func (s *Summary) AddReport(name string, rep *Report) {
 	counts := rep.Counts
-	s.add(ScenarioSummary{Name: name, Counts: &counts, Checks: rep.Results})
+	s.add(ScenarioSummary{Name: name, Counts: &counts, Notes: slices.Clone(rep.Notes), Checks: rep.Results})
 }
 
 // AddSkipped records a scenario that did not run for reason, a skip that
