@@ -106,15 +106,25 @@ func TestREADMECheckTable(t *testing.T) {
 	if len(known) < 18 {
 		t.Errorf("found %d check names in harness/checker; the scan lost some", len(known))
 	}
-	// The budget row states the bounds on what observed store stalls may
-	// excuse.
-	budget := strings.Join(rows[checker.CheckBudget], " | ")
-	for _, want := range []string{
-		fmt.Sprintf("more than %g %% of the run's requests", 100*checker.MaxStalledShare),
-		map[float64]string{0.5: "more than half of them"}[checker.MaxStallExcusedShare],
-	} {
-		if want == "" || !strings.Contains(budget, want) {
-			t.Errorf("README.md's budget row does not state the observed stalls' bound %q (checker.MaxStalledShare %g, MaxStallExcusedShare %g)", want, checker.MaxStalledShare, checker.MaxStallExcusedShare)
+	// The budget and false-rejections rows state the bounds on what
+	// observed store stalls may excuse, of the requests the declared faults
+	// leave judged, and the least that must stay judged.
+	half, halfOK := map[float64]string{0.5: "more than half of them"}[checker.MaxStallExcusedShare]
+	twice, twiceOK := map[int64]string{2: "twice its capacity"}[checker.MinJudgedCapacities]
+	if !halfOK || !twiceOK {
+		t.Fatalf("no README wording for MaxStallExcusedShare %g or MinJudgedCapacities %d: add it here and to README.md", checker.MaxStallExcusedShare, checker.MinJudgedCapacities)
+	}
+	for _, name := range []string{checker.CheckBudget, checker.CheckFalseRejections} {
+		row := strings.Join(rows[name], " | ")
+		for _, want := range []string{
+			fmt.Sprintf("more than %g %% of the ", 100*checker.MaxStalledShare),
+			"requests the declared faults leave judged",
+			half,
+			twice,
+		} {
+			if !strings.Contains(row, want) {
+				t.Errorf("README.md's %s row does not state the observed stalls' bound %q (checker.MaxStalledShare %g, MaxStallExcusedShare %g, MinJudgedCapacities %d)", name, want, checker.MaxStalledShare, checker.MaxStallExcusedShare, checker.MinJudgedCapacities)
+			}
 		}
 	}
 }

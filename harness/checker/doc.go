@@ -174,10 +174,17 @@
 // excused as a declared fault's are: left out of the budget, possibly
 // charged for the false-rejection check. They are held to neither
 // failure-mode nor fault-latency, since not every request in a stall met
-// it. A note lists the stalls; when they overlap more than MaxStalledShare
-// of the run's requests, or excuse more than MaxStallExcusedShare with
-// their recoveries, too little of the run was judged, and a budget or
-// false-rejection pass becomes unknown, the harness's (stalls.go).
+// it. A note lists the stalls and the requests they excused (summary.json
+// and junit.xml carry it as every note). The guard's shares are of the
+// requests the declared faults leave judged (the run's requests less those
+// a declared fault or its recovery excuses): when the stalls overlap more
+// than MaxStalledShare of those, or excuse more than MaxStallExcusedShare
+// of them with their recoveries, too little of the run was judged, and a
+// budget or false-rejection pass becomes unknown, the harness's. So does a
+// pass with fewer units left judged under a limit, after every excusal,
+// than MinJudgedCapacities times its capacity, once a stall excused any
+// request. A failure stays one: it was proven on requests no fault or stall
+// excused (stalls.go).
 //
 // # One verdict pipeline
 //
