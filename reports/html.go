@@ -24,6 +24,16 @@ var reportTemplate string
 
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"mul100": func(f float64) float64 { return 100 * f },
+	// count is checker.Count for the template's ints and int64s.
+	"count": func(n any, noun string) string {
+		switch n := n.(type) {
+		case int:
+			return checker.Count(n, noun)
+		case int64:
+			return checker.Count(int(n), noun)
+		}
+		return fmt.Sprint(n, " ", noun)
+	},
 }).Parse(reportTemplate))
 
 // WriteHTML writes run as one self-contained HTML page: the verdict of every

@@ -764,3 +764,61 @@ func TestShardFacts(t *testing.T) {
 		t.Errorf("an unsharded run's shard facts = %v, want none", facts)
 	}
 }
+
+// TestCountsAgreeInNumber renders a run of one key on one instance, whose
+// captions count one of many things, and holds every count on the page to
+// checker.Count's singular: no "1 keys", no "check(s)".
+func TestCountsAgreeInNumber(t *testing.T) {
+	one := goldenScenarios[1] // private buckets: fails the budget once per key
+	one.instances, one.keys = []string{"instance-1"}, 1
+	dir := t.TempDir()
+	writeSynthRun(t, dir, []synthScenario{one})
+	doc := parse(t, render(t, dir))
+	page := text(doc)
+	plural := regexp.MustCompile(`\b1 (keys|requests|units|rejections|windows|errors|checks|failed budget checks|instances)\b|[a-z]\(s\)`)
+	if m := plural.FindAllString(page, -1); len(m) > 0 {
+		t.Errorf("the page counts one in the plural: %q", m)
+	}
+	if budget := figure(t, doc, one.name, "budget-0"); !strings.Contains(budget, "1 key admitted on this route") {
+		t.Errorf("budget caption of one key:\n%s", budget)
+	}
+	if inst := figure(t, doc, one.name, "instances"); !regexp.MustCompile(`admitted \d+ units\.`).MatchString(inst) {
+		t.Errorf("instances caption:\n%s", inst)
+	}
+}
+
+func TestCountWere(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want string
+	}{{0, "0 rejections were"}, {1, "1 rejection was"}, {2, "2 rejections were"}} {
+		if got := countWere(tc.n, "rejections"); got != tc.want {
+			t.Errorf("countWere(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}
+
+// TestOutcomeLegend holds the outcome chart's legend to what each series
+// counts, with its count over the run: an unknown outcome is a 5xx, a 4xx
+// other than 429 or no response, and a run with errors says how many.
+func TestOutcomeLegend(t *testing.T) {
+	got := outcomeLegend([3]int64{1100, 130, 144})
+	want := [3]string{"admitted (1100)", "rejected, 429 (130)", "unknown: 5xx, other 4xx, no response (144)"}
+	if got != want {
+		t.Errorf("outcomeLegend = %q, want %q", got, want)
+	}
+	dir := t.TempDir()
+	writeSynthRun(t, dir, goldenScenarios[3:])
+	doc := parse(t, render(t, dir))
+	fig := figure(t, doc, goldenScenarios[3].name, "outcomes")
+	for _, bad := range []string{"none)", "error (5xx"} {
+		if strings.Contains(fig, bad) {
+			t.Errorf("outcome chart says %q:\n%s", bad, fig)
+		}
+	}
+	m := regexp.MustCompile(`unknown: 5xx, other 4xx, no response \((\d+)\)`).FindStringSubmatch(fig)
+	c := regexp.MustCompile(`(\d+) of unknown outcome`).FindStringSubmatch(fig)
+	if m == nil || c == nil || m[1] != c[1] {
+		t.Errorf("the legend's unknown count %v disagrees with the caption's %v:\n%s", m, c, fig)
+	}
+}
