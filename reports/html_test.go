@@ -822,3 +822,57 @@ func TestOutcomeLegend(t *testing.T) {
 		t.Errorf("the legend's unknown count %v disagrees with the caption's %v:\n%s", m, c, fig)
 	}
 }
+
+func TestBurstSpread(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		name  string
+		phase runrecord.PhaseRecord
+		want  string
+	}{
+		{"no bursts", runrecord.PhaseRecord{Kind: "constant"}, "–"},
+		{"one burst", runrecord.PhaseRecord{Spread: 5 * ms, AchievedSpread: 3210 * time.Microsecond,
+			Bursts: []runrecord.BurstRecord{{SentSpread: 3210 * time.Microsecond, Achieved: 3210 * time.Microsecond}}}, "5 / 3.21"},
+		{"all at once", runrecord.PhaseRecord{Bursts: []runrecord.BurstRecord{{Achieved: 1500 * time.Microsecond}}}, "0 / 1.5"},
+		{"several bursts", runrecord.PhaseRecord{Spread: 2 * ms, AchievedSpread: 9 * ms,
+			Bursts: []runrecord.BurstRecord{{Achieved: 4 * ms}, {Achieved: 9 * ms}, {Achieved: 1 * ms}}}, "2 / 1–9"},
+		{"older record, widest only", runrecord.PhaseRecord{Spread: 2 * ms, AchievedSpread: 2400 * time.Microsecond}, "2 / 2.4"},
+	}
+	for _, tt := range tests {
+		if got := burstSpread(tt.phase); got != tt.want {
+			t.Errorf("%s: burstSpread = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestPhasesShowBurstSpread holds the scenario section's traffic phases
+// table to the burst spread run.json records: planned against achieved.
+func TestPhasesShowBurstSpread(t *testing.T) {
+	dir := t.TempDir()
+	writeSynthRun(t, dir, goldenScenarios[:1])
+	rr := readRunRecord(t, dir)
+	rr.Scenarios[0].Phases = append(rr.Scenarios[0].Phases, runrecord.PhaseRecord{
+		Name: "boundary-burst", Kind: "edge_burst", Planned: 40, Sent: 40, OnTime: 40, Delivered: 1,
+		Spread: 5 * time.Millisecond, AchievedSpread: 7250 * time.Microsecond,
+		Bursts: []runrecord.BurstRecord{{Requests: 20, Sent: 20, Written: 20, SentSpread: 4 * time.Millisecond, Achieved: 4 * time.Millisecond},
+			{Requests: 20, Sent: 20, Written: 20, SentSpread: 7250 * time.Microsecond, Achieved: 7250 * time.Microsecond}},
+	})
+	writeRunRecord(t, dir, rr)
+	doc := parse(t, render(t, dir))
+	var found bool
+	for _, tr := range elements(doc, func(n *html.Node) bool { return n.Data == "tr" }) {
+		row := text(tr)
+		if strings.Contains(row, "burst spread, planned / achieved (ms)") {
+			found = true
+		}
+		if strings.HasPrefix(row, "boundary-burst") && !strings.HasSuffix(row, "5 / 4–7.25") {
+			t.Errorf("burst phase row %q lacks its spread 5 / 4–7.25", row)
+		}
+		if strings.HasPrefix(row, "steady") && !strings.HasSuffix(row, "–") {
+			t.Errorf("a phase without bursts shows a spread: %q", row)
+		}
+	}
+	if !found {
+		t.Error("the traffic phases table has no burst spread column")
+	}
+}
