@@ -405,8 +405,8 @@ func routeName(r string) string {
 	return r
 }
 
-func keysCaption(rd *routeDigest, keys []string) string {
-	s := fmt.Sprintf("%s admitted on this route; drawn: %s", checker.Count(len(rd.keys), "keys"), strings.Join(quoteAll(keys), ", "))
+func keysCaption(d *digest, rd *routeDigest, keys []string) string {
+	s := fmt.Sprintf("%s admitted on this route; drawn: %s", d.keysPhrase(slices.Collect(maps.Keys(rd.keys))), strings.Join(quoteAll(keys), ", "))
 	if rd.tracked < len(rd.keys) {
 		s += fmt.Sprintf(" (the busiest among the %s seen first and the keys of failed checks)", checker.Count(rd.tracked, "keys"))
 	}
@@ -598,7 +598,7 @@ func bucketChart(c chart, d *digest, rd *routeDigest, keys []string, checks []ch
 	p.X.Min, p.X.Max = 0, math.Max(end, seconds(binW))
 	p.Y.Min, p.Y.Max = 0, ymax
 	c.Caption = "Cumulative admitted units of each key must stay under every dashed envelope (" + strings.Join(envelopes, ", ") +
-		"), which bounds any interval starting where the curve starts; the checker tests every interval. " + keysCaption(rd, keys) + excused
+		"), which bounds any interval starting where the curve starts; the checker tests every interval. " + keysCaption(d, rd, keys) + excused
 	if n := len(violations(checks, keys)); n > 0 {
 		if n == 1 {
 			c.Caption += " Red: the interval of the failed budget check"
@@ -715,7 +715,7 @@ func windowChart(c chart, d *digest, rd *routeDigest, keys []string, checks []ch
 	if group > 1 {
 		c.Caption += fmt.Sprintf(", the largest of every %s per step", checker.Count(int(group), "windows"))
 	}
-	c.Caption += fmt.Sprintf("; no aligned window may exceed %s (%s). ", FormatNumber(limit), l.String()) + keysCaption(rd, keys) + excused
+	c.Caption += fmt.Sprintf("; no aligned window may exceed %s (%s). ", FormatNumber(limit), l.String()) + keysCaption(d, rd, keys) + excused
 	return chartOf(c, p)
 }
 

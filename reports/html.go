@@ -356,7 +356,7 @@ func sectionOf(sc *Scenario, proofs []*proofView) section {
 		// otherwise.
 		s.Facts = append(s.Facts, fact{Label: "history", Value: CountsLine(*sc.Summary.Counts)})
 	case d != nil:
-		s.Facts = append(s.Facts, fact{Label: "history", Value: fmt.Sprintf("%s, %s, %d on routes without limits", checker.Count(d.records, "requests"), checker.Count(len(d.keys), "keys"), d.unrouted)})
+		s.Facts = append(s.Facts, fact{Label: "history", Value: fmt.Sprintf("%s, %s, %d on routes without limits", checker.Count(d.records, "requests"), d.keysPhrase(slices.Collect(maps.Keys(d.keys))), d.unrouted)})
 	}
 	s.Charts = append(s.Charts, outcomesChart(sc))
 	s.Charts = append(s.Charts, budgetCharts(sc)...)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -696,7 +697,7 @@ func mustParse(t *testing.T, spec string) limiter.Limit {
 func TestReportHarnessErrorAndSkips(t *testing.T) {
 	dir := t.TempDir()
 	s := checker.NewSummary(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s.AddReport("busy", &checker.Report{Counts: checker.Counts{Records: 10, Keys: 9, ProbeKeys: 1, Admitted: 10}, Results: []checker.Result{
+	s.AddReport("busy", &checker.Report{Counts: checker.Counts{Records: 10, Keys: 8, ProbeKeys: 1, Admitted: 10}, Results: []checker.Result{
 		{Name: checker.CheckBudget, Verdict: checker.Pass, Observed: 1, Bound: 10, Unit: "units"},
 		{Name: checker.CheckLoadDelivered, Verdict: checker.Fail, Observed: 0.83, Bound: 0.95, Unit: "fraction"},
 	}})
@@ -874,5 +875,26 @@ func TestPhasesShowBurstSpread(t *testing.T) {
 	}
 	if !found {
 		t.Error("the traffic phases table has no burst spread column")
+	}
+}
+
+// TestProbeKeyNamed counts a route's keys as checker.Counts does: the
+// traffic's keys, then the probe's own, named as such.
+func TestProbeKeyNamed(t *testing.T) {
+	sc := goldenScenarios[0] // four keys on /v1/search
+	sc.probeKey = "key-3"
+	dir := t.TempDir()
+	writeSynthRun(t, dir, []synthScenario{sc})
+	doc := parse(t, render(t, dir))
+	if budget := figure(t, doc, sc.name, "budget-0"); !strings.Contains(budget, "3 keys + the probe's key admitted on this route") {
+		t.Errorf("budget caption of three keys and the probe's:\n%s", budget)
+	}
+	run, err := LoadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := run.Scenarios[0].digest
+	if got, want := d.keysPhrase(slices.Collect(maps.Keys(d.keys))), "3 keys + the probe's key"; got != want {
+		t.Errorf("keysPhrase = %q, want %q", got, want)
 	}
 }
