@@ -288,7 +288,13 @@ func outcomesChart(sc *Scenario) chart {
 			p.Legend.Add("store stall (observed)", b)
 		}
 	}
-	names := [3]string{"admitted", "rejected (429)", "error (5xx, none)"}
+	total := [3]int64{}
+	for o := range 3 {
+		for _, v := range d.outcomes[o].v {
+			total[o] += v
+		}
+	}
+	names := outcomeLegend(total)
 	cols := [3]color.Color{colorAdmitted, colorRejected, colorError}
 	for o := range 3 {
 		l, err := line(series[o], cols[o], vg.Points(1.2), false)
@@ -302,13 +308,7 @@ func outcomesChart(sc *Scenario) chart {
 	}
 	p.Y.Min, p.Y.Max = 0, ymax
 	p.X.Min, p.X.Max = 0, math.Max(end, binS)
-	total := [3]int64{}
-	for o := range 3 {
-		for _, v := range d.outcomes[o].v {
-			total[o] += v
-		}
-	}
-	c.Caption = fmt.Sprintf("%d requests: %d admitted, %d rejected, %d errors; bins of %s.", d.records, total[0], total[1], total[2], formatDuration(d.tl.width*int64(k)))
+	c.Caption = fmt.Sprintf("%s: %d admitted, %d rejected, %d of unknown outcome (%s); bins of %s.", checker.Count(d.records, "requests"), total[0], total[1], total[2], unknownWhat, formatDuration(d.tl.width*int64(k)))
 	if len(faults) > 0 {
 		var fs []string
 		for _, f := range faults {
@@ -324,6 +324,20 @@ func outcomesChart(sc *Scenario) chart {
 		c.Caption += " Shaded in blue: " + stallSpans(stalls) + "."
 	}
 	return chartOf(c, p)
+}
+
+// unknownWhat is what the outcome chart counts as of unknown outcome:
+// history.OutcomeForStatus's Error.
+const unknownWhat = "5xx, 4xx other than 429, or no response"
+
+// outcomeLegend names the outcome chart's three series, admitted,
+// rejected and unknown, with their counts over the whole run, total.
+func outcomeLegend(total [3]int64) [3]string {
+	return [3]string{
+		fmt.Sprintf("admitted (%d)", total[0]),
+		fmt.Sprintf("rejected, 429 (%d)", total[1]),
+		fmt.Sprintf("unknown: 5xx, other 4xx, no response (%d)", total[2]),
+	}
 }
 
 // observedStalls are the store stalls the harness's probe observed outside
@@ -391,10 +405,10 @@ func routeName(r string) string {
 	return r
 }
 
-func keysCaption(rd *routeDigest, keys []string) string {
-	s := fmt.Sprintf("%d keys admitted on this route; drawn: %s", len(rd.keys), strings.Join(quoteAll(keys), ", "))
+func keysCaption(d *digest, rd *routeDigest, keys []string) string {
+	s := fmt.Sprintf("%s admitted on this route; drawn: %s", d.keysPhrase(slices.Collect(maps.Keys(rd.keys))), strings.Join(quoteAll(keys), ", "))
 	if rd.tracked < len(rd.keys) {
-		s += fmt.Sprintf(" (the busiest among the %d keys seen first and the keys of failed checks)", rd.tracked)
+		s += fmt.Sprintf(" (the busiest among the %s seen first and the keys of failed checks)", checker.Count(rd.tracked, "keys"))
 	}
 	return s + ". Requests of unknown outcome (errors) are not counted."
 }
@@ -499,8 +513,8 @@ func addExcused(p *plot.Plot, d *digest, rd *routeDigest, ymax float64, restart 
 		}
 		parts = append(parts, part)
 	}
-	s := fmt.Sprintf(" Shaded: the drill's excused interval (%s). The budget check leaves requests answered after a fault began and sent before its recovery ended to the fault checks, since the failure mode decided them, so their %d admitted units are not counted here",
-		strings.Join(parts, "; "), rd.excusedUnits)
+	s := fmt.Sprintf(" Shaded: the drill's excused interval (%s). The budget check leaves requests answered after a fault began and sent before its recovery ended to the fault checks, since the failure mode decided them, so their %s admitted are not counted here",
+		strings.Join(parts, "; "), checker.Count(int(rd.excusedUnits), "units"))
 	if restart {
 		s += "; curves and envelopes start afresh after each excused interval"
 	}
@@ -584,9 +598,13 @@ func bucketChart(c chart, d *digest, rd *routeDigest, keys []string, checks []ch
 	p.X.Min, p.X.Max = 0, math.Max(end, seconds(binW))
 	p.Y.Min, p.Y.Max = 0, ymax
 	c.Caption = "Cumulative admitted units of each key must stay under every dashed envelope (" + strings.Join(envelopes, ", ") +
-		"), which bounds any interval starting where the curve starts; the checker tests every interval. " + keysCaption(rd, keys) + excused
+		"), which bounds any interval starting where the curve starts; the checker tests every interval. " + keysCaption(d, rd, keys) + excused
 	if n := len(violations(checks, keys)); n > 0 {
-		c.Caption += fmt.Sprintf(" Red: the interval of %d failed budget check(s)", n)
+		if n == 1 {
+			c.Caption += " Red: the interval of the failed budget check"
+		} else {
+			c.Caption += fmt.Sprintf(" Red: the intervals of %s", checker.Count(n, "failed budget checks"))
+		}
 		if len(local) > 0 {
 			c.Caption += ", and the envelope restarted at its start above the key's curve there: the curve crosses it within the interval (drawn from display bins, so approximately; the proof gives the exact requests)"
 		}
@@ -695,9 +713,9 @@ func windowChart(c chart, d *digest, rd *routeDigest, keys []string, checks []ch
 	p.Y.Min, p.Y.Max = 0, ymax
 	c.Caption = fmt.Sprintf("Units admitted per window of %s aligned on the limiter's clock, by send time", formatDuration(rd.windowNs))
 	if group > 1 {
-		c.Caption += fmt.Sprintf(", the largest of every %d windows per step", group)
+		c.Caption += fmt.Sprintf(", the largest of every %s per step", checker.Count(int(group), "windows"))
 	}
-	c.Caption += fmt.Sprintf("; no aligned window may exceed %s (%s). ", FormatNumber(limit), l.String()) + keysCaption(rd, keys) + excused
+	c.Caption += fmt.Sprintf("; no aligned window may exceed %s (%s). ", FormatNumber(limit), l.String()) + keysCaption(d, rd, keys) + excused
 	return chartOf(c, p)
 }
 
@@ -936,9 +954,9 @@ func instancesChart(sc *Scenario) chart {
 		shares = append(shares, fmt.Sprintf("%s %d (%.1f%%)", instanceLabel(n), d.instances[n].admittedUnits, share))
 	}
 	if len(names) == 1 {
-		c.Caption = fmt.Sprintf("One instance, %s, answered every request and admitted %d units.", instanceLabel(names[0]), total)
+		c.Caption = fmt.Sprintf("One instance, %s, answered every request and admitted %s.", instanceLabel(names[0]), checker.Count(int(total), "units"))
 	} else {
-		c.Caption = fmt.Sprintf("The budget check pools the instances: a key's admissions count against its one budget whichever instance made them. Together they admitted %d units; per instance: %s.", total, strings.Join(shares, ", "))
+		c.Caption = fmt.Sprintf("The budget check pools the instances: a key's admissions count against its one budget whichever instance made them. Together they admitted %s; per instance: %s.", checker.Count(int(total), "units"), strings.Join(shares, ", "))
 	}
 	return chartOf(c, p)
 }
@@ -958,8 +976,8 @@ func retryChart(sc *Scenario) chart {
 		c.Missing = "No request was rejected, so no Retry-After was sent."
 		return c
 	case len(rd.points)+len(rd.marked) == 0:
-		c.Missing = fmt.Sprintf("None of the %d rejections can be charted: %d had no Retry-After, %d gave an HTTP-date, and %d were never followed by an admission of their key.",
-			rd.rejections, rd.noHeader, rd.dates, rd.unresolved)
+		c.Missing = fmt.Sprintf("None of the %s can be charted: %d had no Retry-After, %d gave an HTTP-date, and %d were never followed by an admission of their key.",
+			checker.Count(rd.rejections, "rejections"), rd.noHeader, rd.dates, rd.unresolved)
 		return c
 	}
 	p := newPlot(c.Title, "time from the 429 to the key's next admitted request (s)", "Retry-After (s)")
@@ -1011,7 +1029,7 @@ func retryChart(sc *Scenario) chart {
 	if rd.stride > 1 {
 		c.Caption += fmt.Sprintf(", one in %d shown", rd.stride)
 	}
-	c.Caption += fmt.Sprintf("). The next admission of the key bounds the ideal wait from above when the key kept sending, so a point far below the diagonal is a Retry-After that sent the client back too early only if the key retried at once; the retry-after check decides on the exact model. %d rejections were never followed by an admission, %d had no Retry-After.", rd.unresolved, rd.noHeader)
+	c.Caption += fmt.Sprintf("). The next admission of the key bounds the ideal wait from above when the key kept sending, so a point far below the diagonal is a Retry-After that sent the client back too early only if the key retried at once; the retry-after check decides on the exact model. %s never followed by an admission, %d had no Retry-After.", countWere(rd.unresolved, "rejections"), rd.noHeader)
 	return chartOf(c, p)
 }
 
@@ -1069,4 +1087,13 @@ func addKeyLines(p *plot.Plot, checks []checker.Result, keys []string, lines [][
 		}
 	}
 	return nil
+}
+
+// countWere is n nouns, a plural noun, with the verb that agrees: "1
+// rejection was", "3 rejections were".
+func countWere(n int, noun string) string {
+	if n == 1 {
+		return checker.Count(n, noun) + " was"
+	}
+	return checker.Count(n, noun) + " were"
 }

@@ -97,6 +97,10 @@ type digest struct {
 	retry     retryDigest
 	proofs    []*proofDigest
 	excused   []excusedWindow
+	// probePhases are the run's Retry-After probe phases; probeKeys the
+	// keys of their requests, the probes' own (checker.Counts.ProbeKeys).
+	probePhases map[string]bool
+	probeKeys   map[string]bool
 }
 
 // excusedWindow is an interval of a drill in which the checker does not
@@ -267,6 +271,7 @@ func newDigest(h history.Header, ss checker.ScenarioSummary, rec *runrecord.Scen
 		}
 	}
 	d.excused = excusedWindows(rec)
+	d.probePhases, d.probeKeys = probePhases(rec), map[string]bool{}
 	align := h.Start.UnixNano() + offset
 	for _, p := range routePolicies(h, rec) {
 		rd := &routeDigest{route: p.Route, key: p.Key, alignNs: align, keys: map[string]*keySeries{}}
@@ -383,6 +388,9 @@ func (rd *routeDigest) series(key string, force bool) *keySeries {
 // add condenses one record.
 func (d *digest) add(r *history.Record) {
 	d.records++
+	if d.probePhases[r.Phase] {
+		d.probeKeys[r.Key] = true
+	}
 	kd := d.keys[r.Key]
 	if kd == nil {
 		kd = &keyDigest{}
@@ -596,4 +604,30 @@ func (rd *routeDigest) limitsLabel() string {
 		route += ", keys " + rd.key
 	}
 	return fmt.Sprintf("%s: %s", route, strings.Join(names, " + "))
+}
+
+// probePhases are the Retry-After probe phases of rec, by name, as the
+// checker finds them: a name every phase of which is a probe.
+func probePhases(rec *runrecord.ScenarioRecord) map[string]bool {
+	out := map[string]bool{}
+	if rec == nil {
+		return out
+	}
+	for _, ph := range rec.Phases {
+		probe, seen := out[ph.Name]
+		out[ph.Name] = ph.Kind == runrecord.PhaseRetryAfterProbe && (probe || !seen)
+	}
+	return out
+}
+
+// keysPhrase counts keys, a set of keys the history holds, as
+// checker.Counts does: the traffic's keys, then the probes' own.
+func (d *digest) keysPhrase(keys []string) string {
+	probe := 0
+	for _, k := range keys {
+		if d.probeKeys[k] {
+			probe++
+		}
+	}
+	return KeysPhrase(len(keys)-probe, probe)
 }

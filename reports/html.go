@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io"
 	"maps"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -23,7 +24,18 @@ import (
 var reportTemplate string
 
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"mul100": func(f float64) float64 { return 100 * f },
+	"mul100":      func(f float64) float64 { return 100 * f },
+	"burstSpread": burstSpread,
+	// count is checker.Count for the template's ints and int64s.
+	"count": func(n any, noun string) string {
+		switch n := n.(type) {
+		case int:
+			return checker.Count(n, noun)
+		case int64:
+			return checker.Count(int(n), noun)
+		}
+		return fmt.Sprint(n, " ", noun)
+	},
 }).Parse(reportTemplate))
 
 // WriteHTML writes run as one self-contained HTML page: the verdict of every
@@ -344,7 +356,7 @@ func sectionOf(sc *Scenario, proofs []*proofView) section {
 		// otherwise.
 		s.Facts = append(s.Facts, fact{Label: "history", Value: CountsLine(*sc.Summary.Counts)})
 	case d != nil:
-		s.Facts = append(s.Facts, fact{Label: "history", Value: fmt.Sprintf("%s, %s, %d on routes without limits", checker.Count(d.records, "requests"), checker.Count(len(d.keys), "keys"), d.unrouted)})
+		s.Facts = append(s.Facts, fact{Label: "history", Value: fmt.Sprintf("%s, %s, %d on routes without limits", checker.Count(d.records, "requests"), d.keysPhrase(slices.Collect(maps.Keys(d.keys))), d.unrouted)})
 	}
 	s.Charts = append(s.Charts, outcomesChart(sc))
 	s.Charts = append(s.Charts, budgetCharts(sc)...)
@@ -512,4 +524,34 @@ func requestRowOf(r *history.Record, named bool) requestRow {
 // formatMs prints ns since the start in milliseconds with microsecond precision.
 func formatMs(ns int64) string {
 	return strconv.FormatFloat(float64(ns)/1e6, 'f', 3, 64) + " ms"
+}
+
+// burstSpread is a phase's burst spread as the traffic phases table shows
+// it, in ms: "planned / achieved", the achieved one each burst's
+// (runrecord.BurstRecord.Achieved: first to last send, or first to last
+// request written whole when that is wider), as "least–widest" over
+// several bursts; "–" for a phase without bursts. Records without the
+// bursts give the widest, PhaseRecord.AchievedSpread.
+func burstSpread(p runrecord.PhaseRecord) string {
+	if len(p.Bursts) == 0 && p.Spread == 0 && p.AchievedSpread == 0 {
+		return "–"
+	}
+	achieved := msNumber(p.AchievedSpread)
+	if len(p.Bursts) > 0 {
+		least, widest := p.Bursts[0].Achieved, p.Bursts[0].Achieved
+		for _, b := range p.Bursts[1:] {
+			least, widest = min(least, b.Achieved), max(widest, b.Achieved)
+		}
+		achieved = msNumber(widest)
+		if least != widest {
+			achieved = msNumber(least) + "–" + achieved
+		}
+	}
+	return msNumber(p.Spread) + " / " + achieved
+}
+
+// msNumber is d in milliseconds to the microsecond, as FormatNumber prints
+// it: 2.5 ms is "2.5", 3 ms "3".
+func msNumber(d time.Duration) string {
+	return FormatNumber(math.Round(float64(d)/1e3) / 1e3)
 }

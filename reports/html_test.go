@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -696,7 +697,7 @@ func mustParse(t *testing.T, spec string) limiter.Limit {
 func TestReportHarnessErrorAndSkips(t *testing.T) {
 	dir := t.TempDir()
 	s := checker.NewSummary(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s.AddReport("busy", &checker.Report{Counts: checker.Counts{Records: 10, Keys: 9, ProbeKeys: 1, Admitted: 10}, Results: []checker.Result{
+	s.AddReport("busy", &checker.Report{Counts: checker.Counts{Records: 10, Keys: 8, ProbeKeys: 1, Admitted: 10}, Results: []checker.Result{
 		{Name: checker.CheckBudget, Verdict: checker.Pass, Observed: 1, Bound: 10, Unit: "units"},
 		{Name: checker.CheckLoadDelivered, Verdict: checker.Fail, Observed: 0.83, Bound: 0.95, Unit: "fraction"},
 	}})
@@ -762,5 +763,138 @@ func TestShardFacts(t *testing.T) {
 	}
 	if facts := shardFacts(&runrecord.ScenarioRecord{}); facts != nil {
 		t.Errorf("an unsharded run's shard facts = %v, want none", facts)
+	}
+}
+
+// TestCountsAgreeInNumber renders a run of one key on one instance, whose
+// captions count one of many things, and holds every count on the page to
+// checker.Count's singular: no "1 keys", no "check(s)".
+func TestCountsAgreeInNumber(t *testing.T) {
+	one := goldenScenarios[1] // private buckets: fails the budget once per key
+	one.instances, one.keys = []string{"instance-1"}, 1
+	dir := t.TempDir()
+	writeSynthRun(t, dir, []synthScenario{one})
+	doc := parse(t, render(t, dir))
+	page := text(doc)
+	plural := regexp.MustCompile(`\b1 (keys|requests|units|rejections|windows|errors|checks|failed budget checks|instances)\b|[a-z]\(s\)`)
+	if m := plural.FindAllString(page, -1); len(m) > 0 {
+		t.Errorf("the page counts one in the plural: %q", m)
+	}
+	if budget := figure(t, doc, one.name, "budget-0"); !strings.Contains(budget, "1 key admitted on this route") {
+		t.Errorf("budget caption of one key:\n%s", budget)
+	}
+	if inst := figure(t, doc, one.name, "instances"); !regexp.MustCompile(`admitted \d+ units\.`).MatchString(inst) {
+		t.Errorf("instances caption:\n%s", inst)
+	}
+}
+
+func TestCountWere(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want string
+	}{{0, "0 rejections were"}, {1, "1 rejection was"}, {2, "2 rejections were"}} {
+		if got := countWere(tc.n, "rejections"); got != tc.want {
+			t.Errorf("countWere(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}
+
+// TestOutcomeLegend holds the outcome chart's legend to what each series
+// counts, with its count over the run: an unknown outcome is a 5xx, a 4xx
+// other than 429 or no response, and a run with errors says how many.
+func TestOutcomeLegend(t *testing.T) {
+	got := outcomeLegend([3]int64{1100, 130, 144})
+	want := [3]string{"admitted (1100)", "rejected, 429 (130)", "unknown: 5xx, other 4xx, no response (144)"}
+	if got != want {
+		t.Errorf("outcomeLegend = %q, want %q", got, want)
+	}
+	dir := t.TempDir()
+	writeSynthRun(t, dir, goldenScenarios[3:])
+	doc := parse(t, render(t, dir))
+	fig := figure(t, doc, goldenScenarios[3].name, "outcomes")
+	for _, bad := range []string{"none)", "error (5xx"} {
+		if strings.Contains(fig, bad) {
+			t.Errorf("outcome chart says %q:\n%s", bad, fig)
+		}
+	}
+	m := regexp.MustCompile(`unknown: 5xx, other 4xx, no response \((\d+)\)`).FindStringSubmatch(fig)
+	c := regexp.MustCompile(`(\d+) of unknown outcome`).FindStringSubmatch(fig)
+	if m == nil || c == nil || m[1] != c[1] {
+		t.Errorf("the legend's unknown count %v disagrees with the caption's %v:\n%s", m, c, fig)
+	}
+}
+
+func TestBurstSpread(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		name  string
+		phase runrecord.PhaseRecord
+		want  string
+	}{
+		{"no bursts", runrecord.PhaseRecord{Kind: "constant"}, "–"},
+		{"one burst", runrecord.PhaseRecord{Spread: 5 * ms, AchievedSpread: 3210 * time.Microsecond,
+			Bursts: []runrecord.BurstRecord{{SentSpread: 3210 * time.Microsecond, Achieved: 3210 * time.Microsecond}}}, "5 / 3.21"},
+		{"all at once", runrecord.PhaseRecord{Bursts: []runrecord.BurstRecord{{Achieved: 1500 * time.Microsecond}}}, "0 / 1.5"},
+		{"several bursts", runrecord.PhaseRecord{Spread: 2 * ms, AchievedSpread: 9 * ms,
+			Bursts: []runrecord.BurstRecord{{Achieved: 4 * ms}, {Achieved: 9 * ms}, {Achieved: 1 * ms}}}, "2 / 1–9"},
+		{"older record, widest only", runrecord.PhaseRecord{Spread: 2 * ms, AchievedSpread: 2400 * time.Microsecond}, "2 / 2.4"},
+	}
+	for _, tt := range tests {
+		if got := burstSpread(tt.phase); got != tt.want {
+			t.Errorf("%s: burstSpread = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestPhasesShowBurstSpread holds the scenario section's traffic phases
+// table to the burst spread run.json records: planned against achieved.
+func TestPhasesShowBurstSpread(t *testing.T) {
+	dir := t.TempDir()
+	writeSynthRun(t, dir, goldenScenarios[:1])
+	rr := readRunRecord(t, dir)
+	rr.Scenarios[0].Phases = append(rr.Scenarios[0].Phases, runrecord.PhaseRecord{
+		Name: "boundary-burst", Kind: "edge_burst", Planned: 40, Sent: 40, OnTime: 40, Delivered: 1,
+		Spread: 5 * time.Millisecond, AchievedSpread: 7250 * time.Microsecond,
+		Bursts: []runrecord.BurstRecord{{Requests: 20, Sent: 20, Written: 20, SentSpread: 4 * time.Millisecond, Achieved: 4 * time.Millisecond},
+			{Requests: 20, Sent: 20, Written: 20, SentSpread: 7250 * time.Microsecond, Achieved: 7250 * time.Microsecond}},
+	})
+	writeRunRecord(t, dir, rr)
+	doc := parse(t, render(t, dir))
+	var found bool
+	for _, tr := range elements(doc, func(n *html.Node) bool { return n.Data == "tr" }) {
+		row := text(tr)
+		if strings.Contains(row, "burst spread, planned / achieved (ms)") {
+			found = true
+		}
+		if strings.HasPrefix(row, "boundary-burst") && !strings.HasSuffix(row, "5 / 4–7.25") {
+			t.Errorf("burst phase row %q lacks its spread 5 / 4–7.25", row)
+		}
+		if strings.HasPrefix(row, "steady") && !strings.HasSuffix(row, "–") {
+			t.Errorf("a phase without bursts shows a spread: %q", row)
+		}
+	}
+	if !found {
+		t.Error("the traffic phases table has no burst spread column")
+	}
+}
+
+// TestProbeKeyNamed counts a route's keys as checker.Counts does: the
+// traffic's keys, then the probe's own, named as such.
+func TestProbeKeyNamed(t *testing.T) {
+	sc := goldenScenarios[0] // four keys on /v1/search
+	sc.probeKey = "key-3"
+	dir := t.TempDir()
+	writeSynthRun(t, dir, []synthScenario{sc})
+	doc := parse(t, render(t, dir))
+	if budget := figure(t, doc, sc.name, "budget-0"); !strings.Contains(budget, "3 keys + the probe's key admitted on this route") {
+		t.Errorf("budget caption of three keys and the probe's:\n%s", budget)
+	}
+	run, err := LoadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := run.Scenarios[0].digest
+	if got, want := d.keysPhrase(slices.Collect(maps.Keys(d.keys))), "3 keys + the probe's key"; got != want {
+		t.Errorf("keysPhrase = %q, want %q", got, want)
 	}
 }

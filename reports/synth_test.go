@@ -41,6 +41,9 @@ type synthScenario struct {
 	// limiter fails open during it (every request admitted, no headers) and
 	// its store restarts empty at the fault's end.
 	drill *runrecord.Drill
+	// probeKey, when set, is a key of the Retry-After probe phase "probe":
+	// its records are of that phase, the others of "steady".
+	probeKey string
 }
 
 // synthStart is the fake clock's start: midnight UTC, so windows align.
@@ -81,6 +84,12 @@ func (s synthScenario) simulate(tb testing.TB) []history.Record {
 			if x -= w; x < 0 || i == len(weights)-1 {
 				r.Key = cmp.Or(s.keyPrefix, "key-") + strconv.Itoa(i)
 				break
+			}
+		}
+		if s.probeKey != "" {
+			r.Phase = "steady"
+			if r.Key == s.probeKey {
+				r.Phase = "probe"
 			}
 		}
 		r.SentNs = t + int64(rng.IntN(200_000))
@@ -226,6 +235,9 @@ func writeSynthRun(tb testing.TB, dir string, scs []synthScenario) {
 			PlannedRate: s.rate + s.baseRate, AchievedRate: float64(len(recs)) / s.duration.Seconds(),
 			Status: map[int]int{200: len(recs)}, LagP99: 180 * time.Microsecond,
 		}}
+		if s.probeKey != "" {
+			sr.Phases = append(sr.Phases, runrecord.PhaseRecord{Name: "probe", Kind: runrecord.PhaseRetryAfterProbe})
+		}
 		if s.fault != nil {
 			sr.Faults = []runrecord.FaultWindow{*s.fault}
 		}

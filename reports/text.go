@@ -60,23 +60,64 @@ func VerdictLabel(r checker.Result) string {
 // CountsLine is a history's counts in one line, as the verdict table, the
 // report and the step summary print them: "1230 records, 8 keys + the
 // probe's key: 1100 admitted, 130 rejected, 0 unknown (0 transport
-// errors), 0 unmatched by the policy", with "; 242 during a fault (judged
-// by the fault checks)" before the unmatched when there were faults.
+// errors), 0 unmatched by the policy", with "; 241 excused around faults
+// (121 judged by the fault checks, 120 in recovery or in flight at the
+// start)" before the unmatched when there were faults, and ", 30 in
+// observed store stalls" in the parentheses when the harness saw the store
+// stall. Counts of older summaries, which lack the split, give only the
+// total excused.
 func CountsLine(c checker.Counts) string {
-	keys := checker.Count(c.TrafficKeys(), "keys")
-	switch c.ProbeKeys {
-	case 0:
-	case 1:
-		keys += " + the probe's key"
-	default:
-		keys += " + the probes' " + checker.Count(c.ProbeKeys, "keys")
-	}
 	faulted := ""
 	if c.Faulted > 0 {
-		faulted = fmt.Sprintf(", %d during a fault (judged by the fault checks)", c.Faulted)
+		faulted = ", " + excusedPhrase(c)
 	}
 	return fmt.Sprintf("%s, %s: %d admitted, %d rejected, %d unknown (%s)%s, %d unmatched by the policy",
-		checker.Count(c.Records, "records"), keys, c.Admitted, c.Rejected, c.Unknown, checker.Count(c.TransportErrors, "transport errors"), faulted, c.Unmatched)
+		checker.Count(c.Records, "records"), KeysPhrase(c.Keys, c.ProbeKeys), c.Admitted, c.Rejected, c.Unknown, checker.Count(c.TransportErrors, "transport errors"), faulted, c.Unmatched)
+}
+
+// excusedPhrase says how many requests c's faults and store stalls
+// excused, and what judged them (checker.Counts.Faulted).
+func excusedPhrase(c checker.Counts) string {
+	declared := c.Faulted - c.StallExcused
+	around := "around faults"
+	switch {
+	case c.StallExcused == 0:
+	case declared == 0:
+		around = "around observed store stalls"
+	default:
+		around = "around faults and observed store stalls"
+	}
+	s := fmt.Sprintf("%d excused %s", c.Faulted, around)
+	if c.FaultJudged == 0 && c.StallExcused == 0 {
+		return s
+	}
+	var parts []string
+	if declared > 0 {
+		parts = append(parts, fmt.Sprintf("%d judged by the fault checks", c.FaultJudged),
+			fmt.Sprintf("%d in recovery or in flight at the start", c.FaultRecovery()))
+	}
+	if c.StallExcused > 0 && declared > 0 {
+		parts = append(parts, fmt.Sprintf("%d in observed store stalls", c.StallExcused))
+	}
+	if len(parts) == 0 {
+		return s + ", judged by no check"
+	}
+	return s + " (" + strings.Join(parts, ", ") + ")"
+}
+
+// KeysPhrase counts keys, the traffic's, and probe, the Retry-After
+// probes' own, as every output names them (checker.Counts.Keys): "8 keys
+// + the probe's key", "2 keys + the probes' 2 keys", "1 key".
+func KeysPhrase(keys, probe int) string {
+	s := checker.Count(keys, "keys")
+	switch probe {
+	case 0:
+	case 1:
+		s += " + the probe's key"
+	default:
+		s += " + the probes' " + checker.Count(probe, "keys")
+	}
+	return s
 }
 
 // FormatNumber prints v as every verdict table shows an observed value or a

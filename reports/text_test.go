@@ -95,11 +95,19 @@ func TestCountsLine(t *testing.T) {
 		c    checker.Counts
 		want string
 	}{
-		{"probe key named", checker.Counts{Records: 1230, Keys: 9, ProbeKeys: 1, Admitted: 1100, Rejected: 130},
+		{"probe key named", checker.Counts{Records: 1230, Keys: 8, ProbeKeys: 1, Admitted: 1100, Rejected: 130},
 			"1230 records, 8 keys + the probe's key: 1100 admitted, 130 rejected, 0 unknown (0 transport errors), 0 unmatched by the policy"},
-		{"faults and singulars", checker.Counts{Records: 1, Keys: 1, Admitted: 1, TransportErrors: 1, Faulted: 1},
-			"1 record, 1 key: 1 admitted, 0 rejected, 0 unknown (1 transport error), 1 during a fault (judged by the fault checks), 0 unmatched by the policy"},
-		{"several probes' keys", checker.Counts{Records: 5, Keys: 4, ProbeKeys: 2, Admitted: 5},
+		{"faults and singulars", checker.Counts{Records: 1, Keys: 1, Admitted: 1, TransportErrors: 1, Faulted: 1, FaultJudged: 1},
+			"1 record, 1 key: 1 admitted, 0 rejected, 0 unknown (1 transport error), 1 excused around faults (1 judged by the fault checks, 0 in recovery or in flight at the start), 0 unmatched by the policy"},
+		{"fault and recovery", checker.Counts{Records: 1230, Keys: 8, ProbeKeys: 1, Admitted: 1100, Rejected: 130, Faulted: 241, FaultJudged: 121},
+			"1230 records, 8 keys + the probe's key: 1100 admitted, 130 rejected, 0 unknown (0 transport errors), 241 excused around faults (121 judged by the fault checks, 120 in recovery or in flight at the start), 0 unmatched by the policy"},
+		{"fault and observed stalls", checker.Counts{Records: 1230, Keys: 8, Admitted: 1230, Faulted: 271, FaultJudged: 121, StallExcused: 30},
+			"1230 records, 8 keys: 1230 admitted, 0 rejected, 0 unknown (0 transport errors), 271 excused around faults and observed store stalls (121 judged by the fault checks, 120 in recovery or in flight at the start, 30 in observed store stalls), 0 unmatched by the policy"},
+		{"observed stalls alone", checker.Counts{Records: 100, Keys: 1, Admitted: 100, Faulted: 12, StallExcused: 12},
+			"100 records, 1 key: 100 admitted, 0 rejected, 0 unknown (0 transport errors), 12 excused around observed store stalls, judged by no check, 0 unmatched by the policy"},
+		{"an older summary, without the split", checker.Counts{Records: 10, Keys: 2, Admitted: 10, Faulted: 4},
+			"10 records, 2 keys: 10 admitted, 0 rejected, 0 unknown (0 transport errors), 4 excused around faults, 0 unmatched by the policy"},
+		{"several probes' keys", checker.Counts{Records: 5, Keys: 2, ProbeKeys: 2, Admitted: 5},
 			"5 records, 2 keys + the probes' 2 keys: 5 admitted, 0 rejected, 0 unknown (0 transport errors), 0 unmatched by the policy"},
 	}
 	for _, tc := range tests {

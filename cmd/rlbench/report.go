@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/rlbench/rlbench/reports"
 )
@@ -55,6 +57,9 @@ func (c *reportCommand) Run(_ context.Context, args []string) error {
 	} else if !st.IsDir() {
 		return usagef("%s is not a directory", dir)
 	}
+	if err := unfinishedRun(dir); err != nil {
+		return err
+	}
 	if out == "" {
 		if err := reports.WriteRunDir(dir); err != nil {
 			return err
@@ -82,4 +87,27 @@ func (c *reportCommand) Run(_ context.Context, args []string) error {
 	}
 	fmt.Fprintf(c.stdout, "wrote %s\n", out)
 	return nil
+}
+
+// unfinishedRun returns a usage error when dir has no summary.json, the
+// checks a report is made from, saying what dir holds instead and the
+// command that checks it: a run.json without a summary is a run that was
+// interrupted while checking or never checked; histories alone, a run
+// interrupted before it finished. Nil when dir has a summary.json, and
+// when it cannot tell (LoadRun then reports the error).
+func unfinishedRun(dir string) error {
+	summary := filepath.Join(dir, reports.SummaryFile)
+	if _, err := os.Stat(summary); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, reports.RunFile)); err == nil {
+		return usagef("%s has no %s: the run was interrupted before its checks or never checked; check what it recorded, saving the summary, then render the report:\n  rlbench check --summary %s %s\n  rlbench report %s",
+			dir, reports.SummaryFile, summary, dir, dir)
+	}
+	hists, _ := filepath.Glob(filepath.Join(dir, "*", "history.jsonl.gz"))
+	if len(hists) > 0 {
+		return usagef("%s has no %s and no %s: the run was interrupted; check each history it left (the verdicts cover the records written before the interruption):\n  rlbench check %s",
+			dir, reports.SummaryFile, reports.RunFile, strings.Join(hists, "\n  rlbench check "))
+	}
+	return usagef("%s holds no run (no %s, %s or NAME/history.jsonl.gz): give the --out directory of 'rlbench run'", dir, reports.SummaryFile, reports.RunFile)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,6 +128,50 @@ func TestReportExitCodes(t *testing.T) {
 			var stderr bytes.Buffer
 			if got := run(context.Background(), tt.args, &stderr); got != tt.want {
 				t.Errorf("exit code = %d, want %d; stderr: %s", got, tt.want, stderr.String())
+			}
+		})
+	}
+}
+
+// TestReportUnfinishedRun holds `rlbench report` on a directory without a
+// summary.json to a usage error that says what the run left and gives the
+// command that checks it.
+func TestReportUnfinishedRun(t *testing.T) {
+	tests := []struct {
+		name   string
+		remove []string // from the saved run; nil: an empty directory
+		want   []string // in the error, DIR for the directory
+	}{
+		{"checks interrupted", []string{"summary.json"},
+			[]string{"DIR has no summary.json: the run was interrupted", "rlbench check --summary DIR/summary.json DIR\n", "rlbench report DIR"}},
+		{"traffic interrupted", []string{"summary.json", "run.json"},
+			[]string{"no summary.json and no run.json: the run was interrupted", "rlbench check DIR/private-buckets/history.jsonl.gz\n  rlbench check DIR/shared-gcra/history.jsonl.gz"}},
+		{"no run", nil, []string{"DIR holds no run", "--out directory of 'rlbench run'"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tt.remove != nil {
+				if err := os.CopyFS(dir, os.DirFS(savedRun)); err != nil {
+					t.Fatal(err)
+				}
+				for _, f := range tt.remove {
+					if err := os.Remove(filepath.Join(dir, f)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			err := (&reportCommand{stdout: io.Discard}).Run(context.Background(), []string{dir})
+			if !isUsage(err) {
+				t.Fatalf("Run error = %v, want a usage error", err)
+			}
+			for _, w := range tt.want {
+				if w = strings.ReplaceAll(w, "DIR", dir); !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "no such file") {
+				t.Errorf("error %q is the bare open error", err)
 			}
 		})
 	}

@@ -188,8 +188,9 @@ func collect(d *dataset, p Policy, c clock, uses []limitUse, end int64, ws *work
 	pt := newPartial(p, uses)
 	pt.counts = countRecorded(d)
 	pt.end = end
-	applyFaults(d, p, p.Faults, end, pt.faults, &pt.stalls)
+	pt.counts.FaultJudged = applyFaults(d, p, p.Faults, end, pt.faults, &pt.stalls)
 	pt.counts.Faulted = countFaulted(d)
+	pt.counts.StallExcused = pt.stalls.excused
 	checkDataset(d, p, c, uses, pt, ws)
 	return pt
 }

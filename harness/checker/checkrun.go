@@ -60,7 +60,7 @@ func CheckScenario(runDir string, rec *runrecord.ScenarioRecord) (*Report, error
 // the keys left without a TTL. Every result carries its Class: those on the
 // harness (load-delivered, history-complete, fault-injected, and a latency
 // check the generator's lag made invalid) are ClassHarness. The report's
-// ProbeKeys counts the keys of the Retry-After probe phases. A nil rec is
+// ProbeKeys counts the keys of the Retry-After probe phases, and Keys the others. A nil rec is
 // Check alone. It reads src once and never contacts a target.
 //
 // Errors: Check's, and a history whose header names another scenario than
@@ -78,7 +78,7 @@ func CheckRun(src history.Source, rec *runrecord.ScenarioRecord, p Policy) (*Rep
 	if err != nil {
 		return nil, err
 	}
-	rep.ProbeKeys = len(t.probeKeys)
+	rep.withoutProbeKeys(len(t.probeKeys))
 	rep.Results = append(rep.Results, t.results(rec)...)
 	classify(rep.Results)
 	return rep, nil

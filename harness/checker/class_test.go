@@ -141,14 +141,45 @@ func TestCountsAsRecorded(t *testing.T) {
 	r.rec.Drill = &runrecord.Drill{Mode: runrecord.FailOpen, Instances: 1, Timeout: 50 * time.Millisecond, Slack: 50 * time.Millisecond, Recovery: 200 * time.Millisecond,
 		Windows: []runrecord.FaultWindow{{Kind: "redis_kill", FromNs: int64(time.Second), ToNs: int64(1500 * time.Millisecond), Unavailable: true, LosesState: true}}}
 	rep := r.check(t)
-	want := Counts{Records: 31, Keys: 3, ProbeKeys: 1, Admitted: 23, Rejected: 7, Unknown: 1, TransportErrors: 1,
-		// sent or answered from 1 s to 1.7 s: 5 of each key (1 s to 1.4 s).
-		Faulted: 10}
+	want := Counts{Records: 31, Keys: 2, ProbeKeys: 1, Admitted: 23, Rejected: 7, Unknown: 1, TransportErrors: 1,
+		// sent or answered from 1 s to 1.7 s: 5 of each key (1 s to 1.4 s),
+		// all sent during the fault.
+		Faulted: 10, FaultJudged: 10}
 	if rep.Counts != want {
 		t.Errorf("Counts = %+v,\nwant     %+v", rep.Counts, want)
 	}
-	if got := rep.TrafficKeys(); got != 2 {
-		t.Errorf("TrafficKeys() = %d, want 2", got)
+}
+
+// TestFaultedSplit counts the requests excused around faults by what
+// judges them: sent during the fault (the fault checks), in flight at its
+// start or in its recovery (nothing), in an observed store stall or its
+// recovery (nothing either).
+func TestFaultedSplit(t *testing.T) {
+	r := newRecorded()
+	for i := range 31 { // one key, every 100 ms, for 3 s
+		at := ms(float64(100 * i))
+		r.add("k1", at, at+2*time.Millisecond, history.Admitted, status(200), func(q *history.Record) { q.Route, q.Phase, q.IntendedNs = "/a", "steady", int64(at) })
+		r.rec.Phases[0].Planned++
+	}
+	// In flight as the fault began.
+	r.add("k2", ms(999), ms(1010), history.Admitted, status(200), func(q *history.Record) { q.Route, q.Phase, q.IntendedNs = "/a", "steady", int64(ms(999)) })
+	r.rec.Phases[0].Planned++
+	r.rec.Drill = &runrecord.Drill{Mode: runrecord.FailOpen, Instances: 1, Timeout: 50 * time.Millisecond, Slack: 50 * time.Millisecond, Recovery: 200 * time.Millisecond,
+		Windows: []runrecord.FaultWindow{
+			{Kind: "redis_kill", FromNs: int64(time.Second), ToNs: int64(1500 * time.Millisecond), Unavailable: true, LosesState: true},
+			{Kind: "stall", FromNs: int64(2500 * time.Millisecond), ToNs: int64(2600 * time.Millisecond), Observed: true},
+		}}
+	rep := r.check(t)
+	c := rep.Counts
+	for _, res := range rep.Results {
+		if res.Name == CheckFaultLatency && !strings.HasPrefix(res.Explanation, "6 requests sent during the fault") {
+			t.Errorf("the fault-latency check judged other requests than FaultJudged counts: %q", res.Explanation)
+		}
+	}
+	// Sent during the fault: 1.0 s to 1.5 s; in recovery: 1.6 s and 1.7 s,
+	// and k2 in flight; the stall and its recovery: 2.5 s to 2.8 s.
+	if got, want := [4]int{c.Faulted, c.FaultJudged, c.FaultRecovery(), c.StallExcused}, [4]int{13, 6, 3, 4}; got != want {
+		t.Errorf("faulted, judged, in recovery, stall-excused = %v, want %v", got, want)
 	}
 }
 

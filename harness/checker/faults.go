@@ -43,9 +43,12 @@ func (d *dataset) affects(q *request, w runrecord.FaultWindow) bool {
 // in it met the stall, so neither the failure mode nor the fault latency
 // is held to it. The requests the declared faults excuse, and those the
 // stalls alone excuse, are counted into st.
-func applyFaults(d *dataset, p Policy, f *runrecord.Drill, end int64, parts []faultPart, st *stallPart) {
+//
+// It returns the number of requests the fault checks judge: those sent
+// during a declared fault other than a bare clock step.
+func applyFaults(d *dataset, p Policy, f *runrecord.Drill, end int64, parts []faultPart, st *stallPart) (judged int) {
 	if f == nil || len(f.Windows) == 0 {
-		return
+		return 0
 	}
 	for wi, w := range f.Windows {
 		if w.Observed {
@@ -80,7 +83,7 @@ func applyFaults(d *dataset, p Policy, f *runrecord.Drill, end int64, parts []fa
 	renamed := map[[2]uint32]uint32{} // (key, segment) → new key id
 	for i := range d.reqs {
 		q := &d.reqs[i]
-		declared, stalled, inStall := false, false, false
+		declared, stalled, inStall, inFault := false, false, false, false
 		for wi, w := range f.Windows {
 			to := w.ToNs
 			if to == 0 {
@@ -94,6 +97,7 @@ func applyFaults(d *dataset, p Policy, f *runrecord.Drill, end int64, parts []fa
 				inStall = inStall || q.sent <= to
 			} else {
 				declared = true
+				inFault = inFault || (q.sent >= w.FromNs && q.sent <= to && !steppedOnly(w))
 			}
 			q.faulted, q.outcome = true, history.Error
 			q.retryAfter, q.rlLimit, q.rlRemain, q.rlReset, q.style = raNone, -1, -1, -1, 0
@@ -103,6 +107,9 @@ func applyFaults(d *dataset, p Policy, f *runrecord.Drill, end int64, parts []fa
 		}
 		if declared {
 			st.declared++
+		}
+		if inFault {
+			judged++
 		}
 		if stalled && !declared {
 			st.excused++
@@ -131,6 +138,7 @@ func applyFaults(d *dataset, p Policy, f *runrecord.Drill, end int64, parts []fa
 		q.sent -= early[i]
 		q.recv += late[i]
 	}
+	return judged
 }
 
 // faultResults are the fault checks' results over the whole history, from

@@ -107,6 +107,8 @@ func (p *partial) merge(o *partial) {
 	c.Unknown += o.counts.Unknown
 	c.TransportErrors += o.counts.TransportErrors
 	c.Faulted += o.counts.Faulted
+	c.FaultJudged += o.counts.FaultJudged
+	c.StallExcused += o.counts.StallExcused
 	c.Unmatched += o.counts.Unmatched
 	p.end = max(p.end, o.end)
 	p.status.merge(&o.status)

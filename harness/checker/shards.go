@@ -248,7 +248,7 @@ func CheckShards(shards []ShardRun, opts ShardOptions) (*ShardedReport, error) {
 			probeKeys[key] = struct{}{}
 		}
 	}
-	rep.ProbeKeys = len(probeKeys)
+	rep.withoutProbeKeys(len(probeKeys))
 	if opts.KeyScan != nil {
 		merged.KeyScan = opts.KeyScan
 		rep.Results = append(rep.Results, keyTTL(opts.KeyScan))

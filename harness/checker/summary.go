@@ -33,12 +33,16 @@ const SummarySchema = "rlbench-summary/v1"
 //	  status    string: pass, fail, unknown or error over its checks, as
 //	            the run's status.
 //	  counts    object, optional: the history's figures, as the verdict
-//	            table's totals line prints them: records, keys, probe_keys
-//	            (the Retry-After probes' own keys, among keys), admitted,
-//	            rejected, unknown (by recorded outcome; they add up to
-//	            records), transport_errors, faulted (requests during a fault
-//	            or its recovery, judged by the fault checks), unmatched
-//	            (requests no rule of the policy covers).
+//	            table's totals line prints them: records, keys (the
+//	            traffic's keys), probe_keys (the Retry-After probes' own
+//	            keys, not among keys), admitted, rejected, unknown (by
+//	            recorded outcome; they add up to records),
+//	            transport_errors, faulted (requests excused around faults
+//	            and observed store stalls), fault_judged (those of them
+//	            sent during a fault, which the fault checks judge),
+//	            stall_excused (those excused by observed store stalls
+//	            alone, which no check judges), unmatched (requests no
+//	            rule of the policy covers). See Counts.
 //	  notes     array of strings, optional: what the checks say beside
 //	            their verdicts, as the terminal report prints it (checks not
 //	            run, what the clock allowed, the store stalls the harness
