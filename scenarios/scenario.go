@@ -633,6 +633,12 @@ func (p Phase) PlannedRequests() int {
 	return 0
 }
 
+// PlannedAtMost reports whether PlannedRequests is an upper bound on what
+// the phase sends rather than its count: a RetryAfterProbe stops once its
+// retry is answered, and clients that honour Retry-After withhold the
+// requests due while they are told to wait (HonorRetryAfter).
+func (p Phase) PlannedAtMost() bool { return p.Kind == RetryAfterProbe || p.HonorRetryAfter }
+
 // Repeats is the number of bursts of a Burst phase: Repeat, or 1 when
 // Repeat is 0.
 func (p Phase) Repeats() int { return max(p.Repeat, 1) }

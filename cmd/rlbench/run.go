@@ -78,7 +78,10 @@ NAME is a shipped scenario (see 'rlbench list'); DIR runs every .yaml in it.
 A scenario whose peer limiter is not installed (scenarios/peers/) is reported
 as skipped, with how to install it, and counts as neither pass nor failure
 unless --fail-on-skip is given. The last line counts the scenarios: "Verdict:
-pass. 12 scenarios: 9 passed, 3 skipped."
+pass. 12 scenarios: 9 passed, 3 skipped." Scenario directories an earlier run
+into the same --out left are kept as they are: one line names them, and so
+does summary.json (stale_dirs), since its summary and report describe this
+run alone.
 
 Sharded runs: with --shard I/N the run fires shard I of N of each
 scenario, so that N load generators (hosts) fire its traffic together,
@@ -279,6 +282,16 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 		fmt.Fprintln(c.stdout)
 	}
 	record.Meta.Duration = time.Since(begun)
+	ran := make([]string, len(record.Scenarios))
+	for i, sc := range record.Scenarios {
+		ran[i] = sc.Name
+	}
+	if stale, err := outdir.Stale(f.out, ran); err != nil {
+		fmt.Fprintf(c.stderr, "rlbench run: looking for earlier runs' scenario directories: %v\n", err)
+	} else if len(stale) > 0 {
+		summary.StaleDirs = stale
+		fmt.Fprintln(c.stderr, staleWarning(f.out, stale))
+	}
 	if err := reports.WriteRun(f.out, summary, record); err != nil {
 		return err
 	}
@@ -292,6 +305,17 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 		fmt.Fprintln(c.stdout, reports.HarnessErrorNote)
 	}
 	return runError(summary, failedToRun, f.failOnSkip)
+}
+
+// staleWarning is the one line run prints when --out holds the scenario
+// directories stale of earlier runs, naming at most five of them.
+func staleWarning(out string, stale []string) string {
+	names := strings.Join(stale, ", ")
+	if len(stale) > 5 {
+		names = strings.Join(stale[:5], ", ") + fmt.Sprintf(" and %d more", len(stale)-5)
+	}
+	return fmt.Sprintf("rlbench run: %s also holds %s from an earlier run (%s), which this run's summary and report do not describe; "+
+		"they are left as they are: move them aside, or give --out a new directory", out, checker.Count(len(stale), "scenario directories"), names)
 }
 
 // runError is the error run returns for summary, which main maps to the

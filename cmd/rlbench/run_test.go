@@ -201,11 +201,27 @@ func TestRunTightenedClaimExits1(t *testing.T) {
 	needRunPrerequisites(t)
 	bin := buildRlbench(t)
 	dir := filepath.Join(t.TempDir(), "out")
+	// An earlier run into the same --out left quickstart's directory, and
+	// one of concurrency's, which this run writes again.
+	for _, name := range []string{"quickstart", "concurrency"} {
+		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name, "history.jsonl.gz"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// Claim a budget of 9 per minute where the instances enforce 10.
 	code, output := rlbenchRun(t, bin, "run", "--out", dir, "--claim", "/api/items=gcra:9/1m,burst=9", "concurrency")
 	noLeftovers(t, bin)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1:\n%s", code, output)
+	}
+	if want := "also holds 1 scenario directory from an earlier run (quickstart)"; !strings.Contains(output, want) {
+		t.Errorf("the output lacks %q:\n%s", want, output)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "quickstart", "history.jsonl.gz")); err != nil {
+		t.Errorf("the earlier run's history is gone: %v", err)
 	}
 	if !strings.Contains(output, "budget") || !strings.Contains(output, "FAIL") {
 		t.Fatalf("the output does not name the failed budget check:\n%s", output)
@@ -214,6 +230,7 @@ func TestRunTightenedClaimExits1(t *testing.T) {
 		Scenarios []struct {
 			Checks []checker.Result `json:"checks"`
 		} `json:"scenarios"`
+		StaleDirs []string `json:"stale_dirs"`
 	}
 	data, err := os.ReadFile(filepath.Join(dir, "summary.json"))
 	if err != nil {
@@ -221,6 +238,9 @@ func TestRunTightenedClaimExits1(t *testing.T) {
 	}
 	if err := json.Unmarshal(data, &summary); err != nil {
 		t.Fatal(err)
+	}
+	if got := strings.Join(summary.StaleDirs, " "); got != "quickstart" {
+		t.Errorf("summary.json stale_dirs = %q, want %q", got, "quickstart")
 	}
 	if len(summary.Scenarios) != 1 {
 		t.Fatalf("summary.json holds %d scenarios, want 1: %s", len(summary.Scenarios), data)
@@ -252,5 +272,23 @@ func TestRunMalformedScenarioExits2(t *testing.T) {
 	}
 	if want := "malformed.yaml:7: trafic: unknown key \"trafic\"; did you mean \"traffic\"?"; !strings.Contains(output, want) {
 		t.Fatalf("output lacks %q:\n%s", want, output)
+	}
+}
+
+// The warning about an earlier run's scenario directories is one line that
+// names at most five.
+func TestStaleWarning(t *testing.T) {
+	tests := []struct {
+		stale []string
+		want  string
+	}{
+		{[]string{"quickstart"}, "out also holds 1 scenario directory from an earlier run (quickstart), "},
+		{[]string{"a", "b", "c", "d", "e", "f", "g"}, "out also holds 7 scenario directories from an earlier run (a, b, c, d, e and 2 more), "},
+	}
+	for _, tt := range tests {
+		got := staleWarning("out", tt.stale)
+		if !strings.Contains(got, tt.want) || strings.Contains(got, "\n") {
+			t.Errorf("staleWarning(%v) = %q, want one line with %q", tt.stale, got, tt.want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/rlbench/rlbench/harness/runner"
 	"github.com/rlbench/rlbench/scenarios"
 )
 
@@ -45,15 +46,7 @@ func (c *validateCommand) Run(_ context.Context, args []string) error {
 		return err
 	}
 	for _, sc := range scs {
-		fmt.Fprintf(c.stdout, "%s: valid (%s, %d phases, %d planned requests)\n", sc.Source, sc.Name, len(sc.Phases), planned(sc))
+		fmt.Fprintf(c.stdout, "%s: valid (%s, %d phases, %s requests planned)\n", sc.Source, sc.Name, len(sc.Phases), runner.PlannedRequests(sc, nil))
 	}
 	return nil
-}
-
-func planned(sc *scenarios.Scenario) int {
-	n := 0
-	for _, ph := range sc.Phases {
-		n += ph.PlannedRequests()
-	}
-	return n
 }

@@ -23,7 +23,9 @@ const (
 	Fail Verdict = "fail"
 	// Unknown: the requests with an unknown outcome alone decide the check:
 	// it fails if they were admitted (or, for false rejections, if they were
-	// not) and passes otherwise.
+	// not) and passes otherwise. For the RateLimit fields check: every
+	// response with fields carries one that does not parse, so none was
+	// judged in full.
 	Unknown Verdict = "unknown"
 )
 

@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -821,6 +822,63 @@ func TestRetryAfterUnknownOutcomes(t *testing.T) {
 			res := result(t, h.check(t, "gcra:1/10s,burst=1"), CheckRetryAfter)
 			if got := res.Verdict; got != tt.want {
 				t.Errorf("retry-after = %s, want %s (%s)", got, tt.want, res.Explanation)
+			}
+		})
+	}
+}
+
+// A response whose rate-limit field does not parse (X-RateLimit-Reset as an
+// RFC 1123 date, as sethvargo/go-limiter sends it) is the header-style
+// check's finding; the RateLimit fields check judges it on the fields that
+// parse but does not count it judged in full, and judging none in full is
+// unknown, not a pass.
+func TestRateLimitFieldsUnparsed(t *testing.T) {
+	const date = "Tue, 01 Dec 2026 03:22:50 UTC"
+	tests := []struct {
+		name      string
+		build     func(h *hist)
+		want      Verdict
+		explained string
+	}{
+		{"every reset a date", func(h *hist) {
+			h.add("k", 0, ms(1), adm, header("x-ratelimit-limit", "10"), header("x-ratelimit-remaining", "9"), header("x-ratelimit-reset", date))
+			h.add("k", ms(2), ms(3), adm, header("x-ratelimit-limit", "10"), header("x-ratelimit-remaining", "8"), header("x-ratelimit-reset", date))
+		}, Unknown, "0 of 2 responses with RateLimit fields judged in full: 2 carry a reset that does not parse (see header-style)"},
+		{"only field malformed", func(h *hist) {
+			h.add("k", 0, ms(1), adm, header("ratelimit-remaining", "four"))
+		}, Unknown, "0 of 1 response with RateLimit fields judged in full: 1 carry a rate-limit field that does not parse"},
+		{"one of two a date", func(h *hist) {
+			h.add("k", 0, ms(1), adm, header("x-ratelimit-limit", "10"), header("x-ratelimit-remaining", "9"), header("x-ratelimit-reset", "5"))
+			h.add("k", ms(2), ms(3), adm, header("x-ratelimit-limit", "10"), header("x-ratelimit-remaining", "8"), header("x-ratelimit-reset", date))
+		}, Pass, "1 of 2 responses with RateLimit fields judged in full, each as the model allows; 1 carry"},
+		{"a date beside a remaining the model forbids", func(h *hist) {
+			h.add("k", 0, ms(1), adm, header("x-ratelimit-limit", "10"), header("x-ratelimit-remaining", "10"), header("x-ratelimit-reset", date))
+			h.add("k", ms(2), ms(3), adm, header("x-ratelimit-limit", "10"), header("x-ratelimit-remaining", "8"), header("x-ratelimit-reset", date))
+		}, Fail, "; 2 carry a reset that does not parse"},
+		{"every field parses", func(h *hist) {
+			h.add("k", 0, ms(1), adm, header("x-ratelimit-limit", "10"), header("x-ratelimit-remaining", "9"), header("x-ratelimit-reset", "5"))
+		}, Pass, "1 response with RateLimit fields, each as the model allows"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var h hist
+			tt.build(&h)
+			rep := h.check(t, "fixed_window:10/5s,start=first")
+			res := result(t, rep, CheckRateLimitFields)
+			if got := res.Verdict; got != tt.want {
+				t.Errorf("ratelimit-fields = %s, want %s (%s)", got, tt.want, res.Explanation)
+			}
+			if !strings.Contains(res.Explanation, tt.explained) {
+				t.Errorf("ratelimit-fields explanation %q lacks %q", res.Explanation, tt.explained)
+			}
+			if strings.Contains(res.Explanation, "does not parse") {
+				style := result(t, rep, CheckHeaderStyle)
+				if got := style.Verdict; got != Fail {
+					t.Errorf("header-style = %s, want fail beside an unparsed field", got)
+				}
+				if want := "a -Reset field is neither"; strings.Contains(tt.explained, "a reset") && !strings.Contains(style.Explanation, want) {
+					t.Errorf("header-style explanation %q lacks %q", style.Explanation, want)
+				}
 			}
 		})
 	}

@@ -20,6 +20,7 @@ const (
 	styleX                           // X-RateLimit-Limit / -Remaining / -Reset
 	styleDisagree                    // the IETF and X- families disagree in one response
 	styleMalformed                   // a rate-limit field could not be parsed
+	styleBadReset                    // of those, a -Reset field (styleMalformed is set too)
 )
 
 // Retry-After sentinels in request.retryAfter, and the largest value kept:
@@ -222,6 +223,9 @@ func parseHeaders(q *request, h *headerSet, at time.Time) {
 		n, ok := firstInt(v)
 		if !ok || n < 0 {
 			bad = true
+			if name == hReset || name == hXReset {
+				q.style |= styleBadReset
+			}
 			return -1
 		}
 		return n

@@ -123,6 +123,8 @@ func (p *partial) merge(o *partial) {
 	p.retry.total += o.retry.total
 	p.fields.bad.merge(o.fields.bad)
 	p.fields.seen += o.fields.seen
+	p.fields.unparsed += o.fields.unparsed
+	p.fields.badReset += o.fields.badReset
 	p.style.bad.merge(o.style.bad)
 	if p.style.families == nil {
 		p.style.families = map[uint8]int{}
@@ -216,8 +218,10 @@ type retryPart struct {
 
 // fieldsPart is the RateLimit fields check's.
 type fieldsPart struct {
-	seen int
-	bad  exampleList
+	seen     int
+	unparsed int // of seen, those with a field that does not parse
+	badReset int // of unparsed, those whose -Reset field does not parse
+	bad      exampleList
 }
 
 // stylePart is the header-style check's: responses by family of fields.

@@ -196,10 +196,17 @@ func (r *run) rateLimitFields(fp *fieldsPart) {
 	for i := range r.d.reqs {
 		q := &r.d.reqs[i]
 		ri := r.ruleOf[i]
-		if ri < 0 || q.rlLimit < 0 && q.rlRemain < 0 && q.rlReset < 0 && q.policy == 0 || q.outcome == history.Error {
+		malformed := q.style&styleMalformed != 0
+		if ri < 0 || q.rlLimit < 0 && q.rlRemain < 0 && q.rlReset < 0 && q.policy == 0 && !malformed || q.outcome == history.Error {
 			continue
 		}
 		fp.seen++
+		if malformed {
+			fp.unparsed++
+			if q.style&styleBadReset != 0 {
+				fp.badReset++
+			}
+		}
 		limits := r.p.Rules[ri].Limits
 		minRoom := int64(math.MaxInt64)
 		for _, l := range limits {
@@ -241,16 +248,35 @@ func (r *run) rateLimitFields(fp *fieldsPart) {
 	}
 }
 
-// result is the RateLimit fields check's verdict.
+// result is the RateLimit fields check's verdict. A response with a field
+// that does not parse (the header-style check's finding) is judged on the
+// fields that do, but not counted as judged in full: when no response is,
+// the verdict is Unknown, since the fields left unread might break the model.
 func (fp *fieldsPart) result() Result {
 	res := Result{Name: CheckRateLimitFields, Unit: "responses", Verdict: Pass}
 	res.Observed = float64(fp.bad.n)
+	unparsed := ""
+	if fp.unparsed > 0 {
+		what := "a rate-limit field"
+		if fp.badReset == fp.unparsed {
+			what = "a reset"
+		}
+		unparsed = fmt.Sprintf("%d carry %s that does not parse (see %s)", fp.unparsed, what, CheckHeaderStyle)
+	}
 	switch {
 	case fp.bad.n > 0:
 		res.Verdict, res.Proof = Fail, examplesProof(fp.bad.first)
 		res.Explanation = fmt.Sprintf("%d of %s with RateLimit fields; %s", fp.bad.n, Count(fp.seen, "responses"), fp.bad.first[0].why)
+		if unparsed != "" {
+			res.Explanation += "; " + unparsed
+		}
 	case fp.seen == 0:
 		res.Explanation = "no response carried RateLimit fields"
+	case fp.unparsed == fp.seen:
+		res.Verdict = Unknown
+		res.Explanation = fmt.Sprintf("0 of %s with RateLimit fields judged in full: %s; the fields that parse as the model allows", Count(fp.seen, "responses"), unparsed)
+	case fp.unparsed > 0:
+		res.Explanation = fmt.Sprintf("%d of %s with RateLimit fields judged in full, each as the model allows; %s", fp.seen-fp.unparsed, Count(fp.seen, "responses"), unparsed)
 	default:
 		res.Explanation = fmt.Sprintf("%s with RateLimit fields, each as the model allows", Count(fp.seen, "responses"))
 	}
@@ -395,7 +421,10 @@ func (r *run) headerStyle(sp *stylePart) {
 		}
 		if q.style&(styleDisagree|styleMalformed) != 0 {
 			what := "IETF RateLimit and X-RateLimit fields disagree"
-			if q.style&styleMalformed != 0 {
+			switch {
+			case q.style&styleBadReset != 0:
+				what = "a -Reset field is neither delay seconds nor epoch seconds (an HTTP or RFC 1123 date is not read)"
+			case q.style&styleMalformed != 0:
 				what = "a rate-limit field does not parse"
 			}
 			r.addWhy(&sp.bad, int32(i), what)

@@ -89,6 +89,10 @@ type Summary struct {
 	Totals    Totals            `json:"totals"`
 	Scenarios []ScenarioSummary `json:"scenarios"`
 	Skipped   []SkippedScenario `json:"skipped,omitempty"`
+	// StaleDirs names the scenario directories beside this summary that an
+	// earlier run into the same output directory left, and which this
+	// summary does not describe (outdir.Stale); absent when none.
+	StaleDirs []string `json:"stale_dirs,omitempty"`
 }
 
 // ScenarioSummary is one scenario's checks in a Summary.

@@ -67,19 +67,45 @@ func Interactive(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// Plan is the number of requests a run plans: Requests exactly, or, with
+// AtMost, at most (a phase whose plan is an upper bound: a Retry-After
+// probe, clients that honour Retry-After).
+type Plan struct {
+	Requests int64
+	AtMost   bool
+}
+
+// String is "991" for an exact plan, "up to 991" for an upper bound.
+func (p Plan) String() string {
+	if p.AtMost {
+		return fmt.Sprintf("up to %d", p.Requests)
+	}
+	return fmt.Sprint(p.Requests)
+}
+
+// sent is "sent 40/100", or "sent 40 of up to 100" where the plan is an
+// upper bound, which a run that completes need not reach.
+func (p Plan) sent(n int64) string {
+	if p.AtMost {
+		return fmt.Sprintf("sent %d of %s", n, p)
+	}
+	return fmt.Sprintf("sent %d/%d", n, p.Requests)
+}
+
 // Display renders Counters until Stop.
 type Display struct {
 	stop chan struct{}
 	done sync.WaitGroup
+	end  string // the final line's lead: "done", or "interrupted (cause)"
 }
 
-// Start shows the progress of scenario, which plans planned requests, on w:
-// a bar when interactive, else a line every interval (DefaultLineInterval
-// when 0).
-func Start(w io.Writer, scenario string, planned int64, interactive bool, interval time.Duration, c *Counters) *Display {
+// Start shows the progress of scenario, which plans plan, on w: a bar when
+// interactive, else a line every interval (DefaultLineInterval when 0).
+func Start(w io.Writer, scenario string, plan Plan, interactive bool, interval time.Duration, c *Counters) *Display {
 	if interval <= 0 {
 		interval = DefaultLineInterval
 	}
+	planned := plan.Requests
 	d := &Display{stop: make(chan struct{})}
 	start := time.Now()
 	line := func() string {
@@ -88,8 +114,8 @@ func Start(w io.Writer, scenario string, planned int64, interactive bool, interv
 		if elapsed > 0 {
 			rate = float64(c.Sent.Load()) / elapsed
 		}
-		return fmt.Sprintf("phase %s: sent %d/%d, admitted %d, rejected %d, unknown %d, %.1f req/s",
-			c.Phase(), c.Sent.Load(), planned, c.Admitted.Load(), c.Rejected.Load(), c.Unknown.Load(), rate)
+		return fmt.Sprintf("phase %s: %s, admitted %d, rejected %d, unknown %d, %.1f req/s",
+			c.Phase(), plan.sent(c.Sent.Load()), c.Admitted.Load(), c.Rejected.Load(), c.Unknown.Load(), rate)
 	}
 	d.done.Add(1)
 	if !interactive {
@@ -100,7 +126,7 @@ func Start(w io.Writer, scenario string, planned int64, interactive bool, interv
 			for {
 				select {
 				case <-d.stop:
-					fmt.Fprintf(w, "[%s] done: %s\n", scenario, line())
+					fmt.Fprintf(w, "[%s] %s: %s\n", scenario, d.end, line())
 					return
 				case <-tick.C:
 					fmt.Fprintf(w, "[%s] %s\n", scenario, line())
@@ -124,7 +150,7 @@ func Start(w io.Writer, scenario string, planned int64, interactive bool, interv
 			select {
 			case <-d.stop:
 				bar.Finish()
-				fmt.Fprintf(w, "[%s] done: %s\n", scenario, line())
+				fmt.Fprintf(w, "[%s] %s: %s\n", scenario, d.end, line())
 				return
 			case <-tick.C:
 				bar.Describe(scenario + " " + line())
@@ -135,8 +161,14 @@ func Start(w io.Writer, scenario string, planned int64, interactive bool, interv
 	return d
 }
 
-// Stop ends the display after a final line.
-func (d *Display) Stop() {
+// Stop ends the display after a final line: "done:" when cause is nil,
+// else "interrupted (cause):", so that a run cut short (Ctrl-C, an error
+// of the traffic) never ends on a line that says it completed. Call it once.
+func (d *Display) Stop(cause error) {
+	d.end = "done"
+	if cause != nil {
+		d.end = fmt.Sprintf("interrupted (%v)", cause)
+	}
 	close(d.stop)
 	d.done.Wait()
 }

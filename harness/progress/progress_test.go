@@ -2,6 +2,7 @@ package progress
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -26,7 +27,7 @@ func TestPlainLines(t *testing.T) {
 	var out syncBuffer
 	var c Counters
 	c.SetPhase("steady")
-	d := Start(&out, "quickstart", 100, false, time.Millisecond, &c)
+	d := Start(&out, "quickstart", Plan{Requests: 100}, false, time.Millisecond, &c)
 	for range 30 {
 		c.Add(history.Admitted)
 	}
@@ -38,7 +39,7 @@ func TestPlainLines(t *testing.T) {
 	for !strings.Contains(out.String(), "sent 40/100") && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	d.Stop()
+	d.Stop(nil)
 	s := out.String()
 	for _, want := range []string{"[quickstart] phase steady: sent 40/100, admitted 30, rejected 9, unknown 1", "[quickstart] done: phase steady"} {
 		if !strings.Contains(s, want) {
@@ -60,14 +61,52 @@ func TestInteractiveOnlyOnTerminals(t *testing.T) {
 	}
 }
 
-func TestBarMode(t *testing.T) {
-	var out syncBuffer
-	var c Counters
-	c.SetPhase("burst")
-	d := Start(&out, "concurrency", 10, true, 0, &c)
-	c.Sent.Add(10)
-	d.Stop()
-	if !strings.Contains(out.String(), "[concurrency] done: phase burst: sent 10/10") {
-		t.Fatalf("bar mode output lacks the final line:\n%q", out.String())
+// The final line says done or interrupted, and counts against an upper
+// bound as one: a run that sent fewer than it planned at most completed.
+func TestFinalLine(t *testing.T) {
+	tests := []struct {
+		name        string
+		plan        Plan
+		sent        int64
+		cause       error
+		interactive bool
+		want        string
+	}{
+		{"exact plan, done", Plan{Requests: 10}, 10, nil, false, "[quickstart] done: phase steady: sent 10/10,"},
+		{"exact plan, done, bar", Plan{Requests: 10}, 10, nil, true, "[quickstart] done: phase steady: sent 10/10,"},
+		{"upper bound, done short of it", Plan{Requests: 991, AtMost: true}, 972, nil, false, "[quickstart] done: phase steady: sent 972 of up to 991,"},
+		{"interrupted", Plan{Requests: 991, AtMost: true}, 400, context.Canceled, false, "[quickstart] interrupted (context canceled): phase steady: sent 400 of up to 991,"},
+		{"interrupted, bar", Plan{Requests: 10}, 4, context.Canceled, true, "[quickstart] interrupted (context canceled): phase steady: sent 4/10,"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out syncBuffer
+			var c Counters
+			c.SetPhase("steady")
+			d := Start(&out, "quickstart", tt.plan, tt.interactive, time.Hour, &c)
+			c.Sent.Add(tt.sent)
+			d.Stop(tt.cause)
+			s := out.String()
+			if !strings.Contains(s, tt.want) {
+				t.Fatalf("output lacks %q:\n%q", tt.want, s)
+			}
+			if tt.cause != nil && strings.Contains(s, "done:") {
+				t.Fatalf("an interrupted run's output says done:\n%q", s)
+			}
+		})
+	}
+}
+
+func TestPlanString(t *testing.T) {
+	for _, tt := range []struct {
+		plan Plan
+		want string
+	}{
+		{Plan{Requests: 396}, "396"},
+		{Plan{Requests: 415, AtMost: true}, "up to 415"},
+	} {
+		if got := tt.plan.String(); got != tt.want {
+			t.Errorf("%+v.String() = %q, want %q", tt.plan, got, tt.want)
+		}
 	}
 }

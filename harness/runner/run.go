@@ -343,7 +343,7 @@ func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario) (*Outcome, err
 	cleanups = nil
 
 	rec := out.Record()
-	if out.Shard != nil && plannedRequests(sc, out.Shard) == 0 {
+	if out.Shard != nil && PlannedRequests(sc, out.Shard).Requests == 0 {
 		// Its history holds no request for Check to judge; the check of
 		// the shards as one run judges the others'.
 		out.Report = &checker.Report{Notes: []string{fmt.Sprintf("shard %s plans no request of this scenario (every request belongs to another shard): "+
@@ -616,11 +616,11 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 		return err
 	}
 	var counters progress.Counters
-	display := progress.Start(r.opts.Progress, sc.Name, plannedRequests(sc, out.Shard), r.opts.Interactive, 0, &counters)
+	display := progress.Start(r.opts.Progress, sc.Name, PlannedRequests(sc, out.Shard), r.opts.Interactive, 0, &counters)
 	var probe *storeprobe.Probe
 	if probeURL != "" {
 		if probe, err = storeprobe.Start(ctx, probeURL, start, sc.Target.StoreTimeout, 0); err != nil {
-			display.Stop()
+			display.Stop(err)
 			_ = w.Close()
 			return err
 		}
@@ -677,7 +677,11 @@ func (r *Runner) fire(ctx context.Context, sc *scenarios.Scenario, path string, 
 	if sampler != nil {
 		out.Connections = sampler.Stop()
 	}
-	display.Stop()
+	cause := context.Cause(ctx) // nil unless the run was cut short
+	if cause == nil {
+		cause = runErr
+	}
+	display.Stop(cause)
 	out.Start, out.began, out.Duration, out.Stats = wall, start, time.Since(start), stats
 	if ctx.Err() != nil {
 		// The history of a run cut short says so, so that a check of it

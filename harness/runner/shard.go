@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/rlbench/rlbench/harness/history"
+	"github.com/rlbench/rlbench/harness/progress"
 	"github.com/rlbench/rlbench/harness/traffic"
 	"github.com/rlbench/rlbench/scenarios"
 )
@@ -59,19 +60,22 @@ func (r *Runner) Shard(sc *scenarios.Scenario) (*history.Shard, error) {
 	return &s, nil
 }
 
-// plannedRequests is the number of requests shard (nil: the whole run)
-// plans over every phase of sc, a probe counted at its most.
-func plannedRequests(sc *scenarios.Scenario, shard *history.Shard) int64 {
-	var n int64
+// PlannedRequests is the number of requests shard (nil: the whole run)
+// plans over every phase of sc, an upper bound when one of its phases
+// plans at most (scenarios.Phase.PlannedAtMost) and sends requests.
+func PlannedRequests(sc *scenarios.Scenario, shard *history.Shard) progress.Plan {
+	var p progress.Plan
 	for i, ph := range sc.Phases {
-		if shard == nil {
-			n += int64(ph.PlannedRequests())
-			continue
+		n := int64(ph.PlannedRequests())
+		if shard != nil {
+			plan, err := traffic.Plan(sc, i, *shard)
+			if err != nil { // Shard validated the shard
+				continue
+			}
+			n = int64(len(plan))
 		}
-		plan, err := traffic.Plan(sc, i, *shard)
-		if err == nil { // Shard validated the shard
-			n += int64(len(plan))
-		}
+		p.Requests += n
+		p.AtMost = p.AtMost || n > 0 && ph.PlannedAtMost()
 	}
-	return n
+	return p
 }

@@ -161,3 +161,28 @@ func TestShardErrors(t *testing.T) {
 		t.Errorf("Run without a run id = %v, want ErrNoRunID", err)
 	}
 }
+
+// A plan with a Retry-After probe or clients that honour Retry-After is an
+// upper bound on what the run sends; one of open-model phases alone is exact.
+func TestPlannedRequests(t *testing.T) {
+	tests := []struct {
+		scenario string
+		want     string
+	}{
+		{"quickstart", "up to 991"},      // constant, then a Retry-After probe
+		{"retry-after", "up to 341"},     // clients that honour Retry-After
+		{"boundary-burst", "120"},        // edge bursts only
+		{"multi-instance-budget", "360"}, // constant phases only
+	}
+	for _, tt := range tests {
+		t.Run(tt.scenario, func(t *testing.T) {
+			scs, err := scenarios.Load(tt.scenario)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := PlannedRequests(scs[0], nil).String(); got != tt.want {
+				t.Errorf("PlannedRequests(%s) = %q, want %q", tt.scenario, got, tt.want)
+			}
+		})
+	}
+}

@@ -49,9 +49,10 @@ var files embed.FS
 //
 // peer-go-limiter: Retry-After and X-RateLimit-Reset are RFC 1123 dates
 // in UTC, not HTTP-dates, so neither the retry-after check nor the
-// header-style check can read them. (Its windows, on the grid of each
-// key's first request, are claimed as such, start=first-grid: the budget
-// and the RateLimit fields pass.)
+// header-style check can read them, and the RateLimit fields check judges
+// no response in full (unknown: its limit and remaining are as the model
+// allows, its reset unread). (Its windows, on the grid of each key's first
+// request, are claimed as such, start=first-grid: the budget passes.)
 //
 // peer-rate-limiter-flexible-redis-kill: a Redis command slower than the
 // 50 ms command timeout on a busy machine is answered by the insurance
@@ -66,7 +67,7 @@ var Findings = map[string][]string{
 	"peer-flask-limiter-redis-kill":         {"retry-after", "ratelimit-fields"},
 	"peer-fastify":                          {"retry-after"},
 	"peer-fastify-redis-kill":               {"retry-after", "ratelimit-fields"},
-	"peer-go-limiter":                       {"retry-after", "header-style"},
+	"peer-go-limiter":                       {"retry-after", "ratelimit-fields", "header-style"},
 	"peer-flask-limiter-moving":             {"retry-after", "ratelimit-fields"},
 	"peer-haproxy":                          {"false-rejections", "retry-after"},
 	"peer-haproxy-two":                      {"budget", "boundary-burst-ratio", "false-rejections", "retry-after"},

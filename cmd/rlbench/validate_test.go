@@ -1,0 +1,31 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// validate counts planned requests as the run sends them: "up to" where a
+// phase's plan is an upper bound (a Retry-After probe, clients that honour
+// Retry-After), so that a run sending fewer is not read as a shortfall.
+func TestValidatePlanned(t *testing.T) {
+	tests := []struct {
+		scenario, want string
+	}{
+		{"quickstart", "valid (quickstart, 2 phases, up to 991 requests planned)"},
+		{"retry-after", "up to 341 requests planned)"},
+		{"boundary-burst", "valid (boundary-burst, 6 phases, 120 requests planned)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.scenario, func(t *testing.T) {
+			var out strings.Builder
+			if err := (&validateCommand{stdout: &out}).Run(context.Background(), []string{tt.scenario}); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.String(), tt.want) {
+				t.Errorf("validate printed %q, want %q", out.String(), tt.want)
+			}
+		})
+	}
+}
