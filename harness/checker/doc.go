@@ -193,7 +193,11 @@
 //   - load-delivered: the open-model phases' requests sent within the lag
 //     tolerance of their intended time (from each record's intended_ns and
 //     sent_ns), over those planned less those withheld (from the record);
-//   - history-complete: no result dropped before the history;
+//   - history-complete: no result dropped before the history, the history
+//     holding as many records as the record's phases sent, less those
+//     dropped, and ending cleanly (not cut off mid-line or mid-stream, nor
+//     by an interrupt); a history checked without its record fails it only
+//     when it ends early;
 //   - max-latency and latency-overhead (p50, p99, p99.9 of the limited route
 //     against its baseline's requests in the same phases) and
 //     latency-overhead-ratio (that overhead as a multiple of another limited
