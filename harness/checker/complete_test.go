@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -145,6 +147,51 @@ func TestBareHistoryCompleteOnlyWhenCut(t *testing.T) {
 		t.Errorf("a bare history that ended cleanly got a history-complete result: %+v", rep.Results)
 	}
 	if got, want := rep.Status(), StatusPass; got != want {
+		t.Errorf("Status() = %s, want %s", got, want)
+	}
+}
+
+// TestShardHistoryComplete: each shard's history is held to its own
+// run.json: a shard whose record says more requests were sent than its
+// history holds, and one whose gzip stream was cut, each fail their own
+// history-complete row, naming the shard's file; the shard left whole
+// passes.
+func TestShardHistoryComplete(t *testing.T) {
+	recs := steadyTraffic() // 20 requests per shard
+	dirs := shardedRun(t, t.TempDir(), []string{"gcra:1000/1s,burst=1000"}, recs, skewed, func(i int) int { return i % 3 },
+		func(s int, h *history.Header, rec *runrecord.ScenarioRecord) {
+			if s == 1 {
+				rec.Phases[0].Sent += 3
+			}
+		})
+	cut := filepath.Join(dirs[2], "sharded", "history.jsonl.gz")
+	b, err := os.ReadFile(cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cut, b[:len(b)-8], 0o644); err != nil { // gzip's CRC and size
+		t.Fatal(err)
+	}
+	rep, err := checkShardDirs(t, dirs, ShardOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		scope    string
+		verdict  Verdict
+		observed float64
+		why      string
+	}{
+		{"shard 0/3", Pass, 0, "every result reached the history: 20 records"},
+		{"shard 1/3", Fail, 3, filepath.Join(dirs[1], "sharded", "history.jsonl.gz") + " holds 20 of the 23 results run.json records"},
+		{"shard 2/3", Fail, 0, cut + ":22: history truncated: the gzip stream ends early"},
+	} {
+		got := resultIn(t, rep.Report, CheckHistoryComplete, tc.scope)
+		if got.Verdict != tc.verdict || got.Observed != tc.observed || !strings.Contains(got.Explanation, tc.why) {
+			t.Errorf("%s: history-complete %s observed %v %q,\nwant %s observed %v with %q", tc.scope, got.Verdict, got.Observed, got.Explanation, tc.verdict, tc.observed, tc.why)
+		}
+	}
+	if got, want := rep.Report.Status(), StatusError; got != want {
 		t.Errorf("Status() = %s, want %s", got, want)
 	}
 }
