@@ -154,12 +154,12 @@
 // failure mode (runrecord.Drill, Policy.Faults). Within a fault no request
 // may last longer than the store timeout plus a slack, nor go without an
 // answer (fault-latency; a dropped connection is no answer, however soon it
-// failed), unless the fault left no one to answer it: a killed instance, or
-// a store down under a target that declares no failure mode. Every declared
-// failure mode answers, so status fails a request left unanswered during a
-// fault or its recovery too, with those same exceptions during the fault
-// alone. And
-// the requests sent and answered within it must get the declared behaviour
+// failed), unless the fault left no one to answer it: an instance it took
+// down (killed, or restarted to step its clock), or a store down under a
+// target that declares no failure mode. Every declared failure mode
+// answers, so status fails a request left unanswered during a fault or its
+// recovery too, with those same exceptions during the fault alone. And the
+// requests sent and answered within it must get the declared behaviour
 // (failure-mode: admitted when open, 503 with Retry-After when closed,
 // within each instance's share when falling back). Requests from a fault
 // to the end of its recovery are left out of the budget, and a store that

@@ -155,16 +155,18 @@ func faultResults(p Policy, f *runrecord.Drill, pt *partial) []Result {
 	return out
 }
 
-// noAnswerExpected reports whether fault w of drill f leaves the requests
-// it concerns with no one to answer them, so that a transport error there
-// is the fault's doing and no failure of the target: a killed instance
-// (KindInstanceKill) answers nothing, and a target that declares no
-// failure mode promised nothing while its store was unavailable. Every
-// declared failure mode answers (fail-open admits, fail-closed answers
-// 503, a fallback decides from its local share), so under one a request
-// left without an answer is never expected; nor after the heal.
+// noAnswerExpected reports whether fault w of drill f may leave the
+// requests it concerns with no one to answer them, so that a transport
+// error there is the fault's doing and no failure of the target: a fault
+// on one instance (FaultWindow.Instance) takes that instance down while it
+// acts (a kill, or the restart that steps its clock), and a target that
+// declares no failure mode promised nothing while its store was
+// unavailable. Every declared failure mode answers (fail-open admits,
+// fail-closed answers 503, a fallback decides from its local share), so
+// under one a request to a live instance left without an answer is never
+// expected; nor after the heal.
 func noAnswerExpected(f *runrecord.Drill, w runrecord.FaultWindow) bool {
-	return w.Kind == runrecord.KindInstanceKill || w.Unavailable && f.Mode == ""
+	return w.Instance != "" || w.Unavailable && f.Mode == ""
 }
 
 // faultLatency collects the latency of every request sent during the

@@ -282,12 +282,16 @@ func TestNoAnswerDuringFaults(t *testing.T) {
 	closed := drill(runrecord.FailClosed, "redis_kill", time.Second, 2*time.Second, true)
 	undeclared := drill("", "redis_kill", time.Second, 2*time.Second, true)
 	kill := &runrecord.Drill{Instances: 2, Timeout: 50 * time.Millisecond, Slack: 50 * time.Millisecond, Recovery: 500 * time.Millisecond,
-		Windows: []runrecord.FaultWindow{{Kind: runrecord.KindInstanceKill, Target: "api-1", Instance: "api-1", FromNs: int64(time.Second), ToNs: int64(2 * time.Second)}}}
+		Windows: []runrecord.FaultWindow{{Kind: "instance_kill", Target: "api-1", Instance: "api-1", FromNs: int64(time.Second), ToNs: int64(2 * time.Second)}}}
+	// An instance's clock is stepped by restarting it: it answers nothing
+	// meanwhile, and no fault-latency applies (the store kept answering).
+	restart := &runrecord.Drill{Mode: runrecord.FailClosed, Instances: 2, Timeout: 50 * time.Millisecond, Slack: 50 * time.Millisecond, Recovery: 500 * time.Millisecond,
+		Windows: []runrecord.FaultWindow{{Kind: "clock_step", Target: "api-1", Instance: "api-1", StepNs: int64(5 * time.Minute), FromNs: int64(time.Second), ToNs: int64(2 * time.Second)}}}
 	tests := []struct {
 		name                  string
 		build                 func(h *hist)
 		faults                *runrecord.Drill
-		status, latency       Verdict
+		status, latency       Verdict // latency "": no fault-latency result
 		statusWhy, latencyWhy string
 		latencyObserved       float64
 	}{
@@ -324,6 +328,10 @@ func TestNoAnswerDuringFaults(t *testing.T) {
 			faults: kill, status: Fail, latency: Pass, latencyObserved: 2,
 			statusWhy:  "no answer to 2 of 16 requests during a fault, a store stall or the recovery after either (first: request 22)",
 			latencyWhy: "none answered, as the fault means"},
+		{name: "fail-closed, an instance restarted to step its clock",
+			build:  run(between(time.Second, 2*time.Second, 0, 200)),
+			faults: restart, status: Pass,
+			statusWhy: "every request answered but those a fault left with no one to answer"},
 		{name: "no failure mode declared, store down",
 			build:  run(between(time.Second, 2*time.Second, 0, 200)),
 			faults: undeclared, status: Pass, latency: Pass, latencyObserved: 2,
@@ -341,6 +349,12 @@ func TestNoAnswerDuringFaults(t *testing.T) {
 			}
 			if tc.status == Fail && strings.Contains(st.Explanation, "every request answered") {
 				t.Errorf("a failed status says every request was answered: %q", st.Explanation)
+			}
+			if tc.latency == "" {
+				if hasResult(rep, CheckFaultLatency) {
+					t.Errorf("a fault-latency result for a bare clock step: %+v", rep.Results)
+				}
+				return
 			}
 			fl := resultIn(t, rep, CheckFaultLatency, tc.faults.Windows[0].Kind+" #1")
 			if fl.Verdict != tc.latency || fl.Observed != tc.latencyObserved || !strings.Contains(fl.Explanation, tc.latencyWhy) {

@@ -28,7 +28,7 @@ func allowedFalseRejections(p Policy, n int) int {
 // and its recovery the failure mode decides the status, which failure-mode
 // judges; but every declared failure mode answers, so a request left
 // without an answer there fails too, unless the fault left no one to
-// answer it (noAnswerExpected: a killed instance, or a target that
+// answer it (noAnswerExpected: an instance the fault took down, or a target that
 // declares no failure mode while its store was down; never after the
 // heal). Its explanation leads with the commonest cause and what to do
 // about it, since the other checks only suffer from it.
@@ -70,7 +70,7 @@ func (sp *statusPart) result(rep *Report) Result {
 	res := Result{Name: CheckStatus, Unit: "responses", Verdict: Pass}
 	tail := Count(rep.TransportErrors, "transport errors") + ", " + Count(rep.Unknown, "requests of unknown outcome")
 	if sp.unanswerable > 0 {
-		tail += fmt.Sprintf("; %d of the %s during a fault got no answer, as the fault means (no one was left to answer them: a killed instance, or a store down under a target that declares no failure mode)", sp.unanswerable, Count(sp.faulted, "requests"))
+		tail += fmt.Sprintf("; %d of the %s during a fault got no answer, as the fault means (no one was left to answer them: an instance the fault took down, or a store down under a target that declares no failure mode)", sp.unanswerable, Count(sp.faulted, "requests"))
 	}
 	if sp.decided > 0 {
 		tail += fmt.Sprintf("; %d answered 4xx or 5xx during a fault or its recovery, where the failure mode decides (failure-mode judges those within the fault)", sp.decided)

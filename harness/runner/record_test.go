@@ -167,19 +167,3 @@ func TestIdentitiesFresh(t *testing.T) {
 		})
 	}
 }
-
-// TestFaultKindsTheChecksName: the fault kinds the checker names in
-// run.json's words are the scenario's: a killed instance's requests are
-// excused an answer only if the two spell it alike.
-func TestFaultKindsTheChecksName(t *testing.T) {
-	for _, tc := range []struct {
-		scenario scenarios.FaultKind
-		record   string
-	}{
-		{scenarios.FaultInstanceKill, runrecord.KindInstanceKill},
-	} {
-		if string(tc.scenario) != tc.record {
-			t.Errorf("run.json names %q what the scenario calls %q", tc.record, tc.scenario)
-		}
-	}
-}

@@ -323,11 +323,6 @@ type FaultWindow struct {
 	Observed bool `json:"observed,omitempty"`
 }
 
-// KindInstanceKill is the Kind of a fault that kills an instance of the
-// target (the scenario's instance_kill): its requests have no one to
-// answer them until the heal restarts it.
-const KindInstanceKill = "instance_kill"
-
 // KindStoreStall is the Kind of an observed window: the store stalled
 // beyond the store timeout outside the declared faults (a starved Redis on
 // a loaded host).
