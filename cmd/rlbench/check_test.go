@@ -306,7 +306,7 @@ func writeRunDir(t *testing.T, dir string, admitted int, failed bool) {
 	rec := &runrecord.RunRecord{Schema: runrecord.Schema, Scenarios: []runrecord.ScenarioRecord{{
 		Name: "cli", History: filepath.Join("cli", "history.jsonl.gz"),
 		Checks: &runrecord.CheckSettings{LoadDelivered: 0.98, LagTolerance: 50 * time.Millisecond, MaxLatency: time.Second},
-		Phases: []runrecord.PhaseRecord{{Kind: runrecord.PhaseConstant, Planned: 8}},
+		Phases: []runrecord.PhaseRecord{{Kind: runrecord.PhaseConstant, Planned: 8, Sent: 8}},
 	}}}
 	if failed {
 		rec.Scenarios = append(rec.Scenarios, runrecord.ScenarioRecord{Name: "broken", Error: "scenario broken: no redis-server"})
@@ -381,6 +381,101 @@ func TestCheckRunDir(t *testing.T) {
 			code, _, errOut := runCheck(t, tc.args...)
 			if code != exitInvalid || !strings.Contains(errOut, tc.want) {
 				t.Errorf("exit %d, want %d, with %q:\n%s", code, exitInvalid, tc.want, errOut)
+			}
+		})
+	}
+}
+
+// cutHistory rewrites the gzip history at path keeping its header and its
+// first keep records, as a clean gzip file (nothing in it says it was
+// cut), and returns its text cut within the record after them (as a
+// history a crash left), uncompressed.
+func cutHistory(t *testing.T, path string, keep int) []byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := io.ReadAll(zr)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(text, []byte("\n"))
+	kept := bytes.Join(lines[:1+keep], nil)
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(kept); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	next := lines[1+keep]
+	return append(kept, next[:len(next)/2]...)
+}
+
+// TestCheckTruncatedHistory: a history that lost records after the run
+// never passes history-complete: re-checked in its run directory, the
+// shortfall against run.json's sent requests is the harness's error
+// (exit 3) naming both counts and the file, and the re-check says it
+// departs from summary.json; checked alone, a history cut mid-line fails
+// history-complete and keeps its note.
+func TestCheckTruncatedHistory(t *testing.T) {
+	runCheck := func(t *testing.T, args ...string) (int, string, string) {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		prev := commands["check"]
+		commands["check"] = func() command { return &checkCommand{stdout: &out} }
+		defer func() { commands["check"] = prev }()
+		code := run(context.Background(), append([]string{"check"}, args...), &errOut)
+		return code, out.String(), errOut.String()
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	writeRunDir(t, dir, 5, false)
+	if code, out, errOut := runCheck(t, "--summary", filepath.Join(dir, "summary.json"), dir); code != exitOK {
+		t.Fatalf("the run before its history was cut: exit %d, want 0:\n%s\n%s", code, out, errOut)
+	}
+	path := filepath.Join(dir, "cli", "history.jsonl.gz")
+	partial := cutHistory(t, path, 3)
+	bare := filepath.Join(t.TempDir(), "history.jsonl")
+	if err := os.WriteFile(bare, partial, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shortfall := path + " holds 3 of the 8 results run.json records (8 requests sent, 0 dropped): 5 missing"
+	tests := []struct {
+		name    string
+		arg     string
+		want    []string
+		notWant []string
+	}{
+		{"run directory", dir, []string{"history-complete", "ERROR", shortfall, "4 checks differ from " + filepath.Join(dir, "summary.json"), "history-complete fail, observed 5, bound 0, want history-complete pass, observed 0"},
+			[]string{"Every check agrees"}},
+		{"history in its run directory", path, []string{"with its scenario's record", "history-complete", shortfall}, nil},
+		{"bare history cut mid-line", bare, []string{"history-complete", "ERROR", "the last line holds part of a record", "Note: " + bare + ":5"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runCheck(t, tc.arg)
+			if code != exitHarnessError {
+				t.Errorf("exit %d, want %d (the harness's error):\n%s\n%s", code, exitHarnessError, out, errOut)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(out, want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+			for _, bad := range tc.notWant {
+				if strings.Contains(out, bad) {
+					t.Errorf("output says %q:\n%s", bad, out)
+				}
 			}
 		})
 	}

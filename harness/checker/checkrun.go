@@ -60,14 +60,24 @@ func CheckScenario(runDir string, rec *runrecord.ScenarioRecord) (*Report, error
 // the keys left without a TTL. Every result carries its Class: those on the
 // harness (load-delivered, history-complete, fault-injected, and a latency
 // check the generator's lag made invalid) are ClassHarness. The report's
-// ProbeKeys counts the keys of the Retry-After probe phases, and Keys the others. A nil rec is
-// Check alone. It reads src once and never contacts a target.
+// ProbeKeys counts the keys of the Retry-After probe phases, and Keys the
+// others. A nil rec is Check alone, with a failed history-complete when src
+// (a Reader) ended early: a history cut short proves nothing of the
+// requests it lacks. It reads src once and never contacts a target.
 //
 // Errors: Check's, and a history whose header names another scenario than
 // rec.
 func CheckRun(src history.Source, rec *runrecord.ScenarioRecord, p Policy) (*Report, error) {
+	ends, _ := src.(truncator)
 	if rec == nil {
-		return Check(src, p)
+		rep, err := Check(src, p)
+		if err != nil {
+			return nil, err
+		}
+		if res := truncatedResult(cutOf(ends)); res != nil {
+			rep.Results = append(rep.Results, *res)
+		}
+		return rep, nil
 	}
 	if name := src.Header().Scenario; name != "" && name != rec.Name {
 		return nil, fmt.Errorf("the history is of scenario %q, the run record of %q: pair each history with its own scenario's record", name, rec.Name)
@@ -78,10 +88,26 @@ func CheckRun(src history.Source, rec *runrecord.ScenarioRecord, p Policy) (*Rep
 	if err != nil {
 		return nil, err
 	}
+	t.cut, t.file = cutOf(ends), "the history"
+	if n, ok := ends.(interface{ Name() string }); ok && n.Name() != "" {
+		t.file = n.Name()
+	}
 	rep.withoutProbeKeys(len(t.probeKeys))
 	rep.Results = append(rep.Results, t.results(rec)...)
 	classify(rep.Results)
 	return rep, nil
+}
+
+// truncator is a history that can tell, once read, whether it ended early
+// (history.Reader.Truncated).
+type truncator interface{ Truncated() error }
+
+// cutOf is t's Truncated error; nil for a nil t.
+func cutOf(t truncator) error {
+	if t == nil {
+		return nil
+	}
+	return t.Truncated()
 }
 
 // fromRecord completes p from rec where p leaves it unset, as CheckRun

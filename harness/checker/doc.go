@@ -152,8 +152,14 @@
 //
 // Faults: a drill's history is checked with its fault windows and declared
 // failure mode (runrecord.Drill, Policy.Faults). Within a fault no request
-// may last longer than the store timeout plus a slack (fault-latency), and
-// the requests sent and answered within it must get the declared behaviour
+// may last longer than the store timeout plus a slack, nor go without an
+// answer (fault-latency; a dropped connection is no answer, however soon it
+// failed), unless the fault left no one to answer it: an instance it took
+// down (killed, or restarted to step its clock), or a store down under a
+// target that declares no failure mode. Every declared failure mode
+// answers, so status fails a request left unanswered during a fault or its
+// recovery too, with those same exceptions during the fault alone. And the
+// requests sent and answered within it must get the declared behaviour
 // (failure-mode: admitted when open, 503 with Retry-After when closed,
 // within each instance's share when falling back). Requests from a fault
 // to the end of its recovery are left out of the budget, and a store that
@@ -200,7 +206,11 @@
 //   - load-delivered: the open-model phases' requests sent within the lag
 //     tolerance of their intended time (from each record's intended_ns and
 //     sent_ns), over those planned less those withheld (from the record);
-//   - history-complete: no result dropped before the history;
+//   - history-complete: no result dropped before the history, the history
+//     holding as many records as the record's phases sent, less those
+//     dropped, and ending cleanly (not cut off mid-line or mid-stream, nor
+//     by an interrupt); a history checked without its record fails it only
+//     when it ends early;
 //   - max-latency and latency-overhead (p50, p99, p99.9 of the limited route
 //     against its baseline's requests in the same phases) and
 //     latency-overhead-ratio (that overhead as a multiple of another limited

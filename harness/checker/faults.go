@@ -59,7 +59,7 @@ func applyFaults(d *dataset, p Policy, f *runrecord.Drill, end int64, parts []fa
 			to = end
 		}
 		if !steppedOnly(w) { // a clock step leaves the store answering
-			faultLatency(d, w, to, &parts[wi])
+			faultLatency(d, f, w, to, &parts[wi])
 		}
 		if w.Unavailable && f.Mode != "" {
 			failureMode(d, p, f, w, to, &parts[wi])
@@ -98,6 +98,9 @@ func applyFaults(d *dataset, p Policy, f *runrecord.Drill, end int64, parts []fa
 			} else {
 				declared = true
 				inFault = inFault || (q.sent >= w.FromNs && q.sent <= to && !steppedOnly(w))
+			}
+			if q.status == 0 && !w.Observed && q.sent <= to && noAnswerExpected(f, w) {
+				q.unanswerable = true
 			}
 			q.faulted, q.outcome = true, history.Error
 			q.retryAfter, q.rlLimit, q.rlRemain, q.rlReset, q.style = raNone, -1, -1, -1, 0
@@ -164,15 +167,41 @@ func faultResults(p Policy, f *runrecord.Drill, pt *partial) []Result {
 	return out
 }
 
-// faultLatency collects the latency of every request sent during the fault.
-func faultLatency(d *dataset, w runrecord.FaultWindow, to int64, fp *faultPart) {
+// noAnswerExpected reports whether fault w of drill f may leave the
+// requests it concerns with no one to answer them, so that a transport
+// error there is the fault's doing and no failure of the target: a fault
+// on one instance (FaultWindow.Instance) takes that instance down while it
+// acts (a kill, or the restart that steps its clock), and a target that
+// declares no failure mode promised nothing while its store was
+// unavailable. Every declared failure mode answers (fail-open admits,
+// fail-closed answers 503, a fallback decides from its local share), so
+// under one a request to a live instance left without an answer is never
+// expected; nor after the heal.
+func noAnswerExpected(f *runrecord.Drill, w runrecord.FaultWindow) bool {
+	return w.Instance != "" || w.Unavailable && f.Mode == ""
+}
+
+// faultLatency collects the latency of every request sent during the
+// fault, and the requests left without an answer that the fault does not
+// explain (noAnswerExpected): those were not answered within any bound,
+// however soon their connection failed.
+func faultLatency(d *dataset, f *runrecord.Drill, w runrecord.FaultWindow, to int64, fp *faultPart) {
 	worst := int32(-1)
+	expected := noAnswerExpected(f, w)
 	for i := range d.reqs {
 		q := &d.reqs[i]
 		if !d.affects(q, w) || q.sent < w.FromNs || q.sent > to {
 			continue
 		}
 		fp.sent++
+		if q.status == 0 && !expected {
+			fp.unanswered.add(d.example(int32(i)))
+			continue
+		}
+		fp.timed++
+		if q.status == 0 {
+			fp.unanswerable++
+		}
 		if worst < 0 || q.recv-q.sent > d.reqs[worst].recv-d.reqs[worst].sent {
 			worst = int32(i)
 		}
@@ -191,14 +220,29 @@ func (fp *faultPart) latencyResult(f *runrecord.Drill, scope string) Result {
 		res.Explanation = "no request was sent during the fault: lengthen it or the traffic"
 		return res
 	}
+	if n := fp.unanswered.n; n > 0 {
+		// A dropped connection is no answer, however soon it failed.
+		q := fp.unanswered.first[0]
+		res.Verdict, res.Observed, res.Proof = Fail, float64(n), examplesProof(fp.unanswered.first)
+		res.Unit = "requests without an answer"
+		res.Bound = 0
+		res.Explanation = fmt.Sprintf("%d of %s sent during the fault got no answer (first: request %d, its connection failed after %v), so none of them was answered within the store timeout %v plus slack %v; no declared failure mode leaves a request unanswered",
+			n, Count(fp.sent, "requests"), q.id, time.Duration(q.to-q.from), f.Timeout, f.Slack)
+		return res
+	}
 	q := fp.slowest
 	took := time.Duration(fp.took)
 	res.Observed = millis(took)
 	res.Proof = &Proof{Key: q.key, FromNs: q.from, ToNs: q.to, RequestIDs: []uint64{q.id}}
-	if took > bound {
+	switch {
+	case took > bound:
 		res.Verdict = Fail
 		res.Explanation = fmt.Sprintf("request %d took %v during the fault, beyond the store timeout %v plus slack %v: a request hung on the failing store", q.id, took, f.Timeout, f.Slack)
-	} else {
+	case fp.unanswerable == fp.sent:
+		res.Explanation = fmt.Sprintf("%s sent during the fault, none answered, as the fault means (no one was left to answer them); each failed within %v (store timeout %v plus slack %v): none hung", Count(fp.sent, "requests"), took, f.Timeout, f.Slack)
+	case fp.unanswerable > 0:
+		res.Explanation = fmt.Sprintf("%s sent during the fault, each answered, or failed as the fault means (%d with no one left to answer them), within %v (store timeout %v plus slack %v)", Count(fp.sent, "requests"), fp.unanswerable, took, f.Timeout, f.Slack)
+	default:
 		res.Explanation = fmt.Sprintf("%s sent during the fault, each answered within %v (store timeout %v plus slack %v)", Count(fp.sent, "requests"), took, f.Timeout, f.Slack)
 	}
 	return res

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -231,5 +232,134 @@ func TestPausedStoreChargesLate(t *testing.T) {
 	rep = h.checkFaults(t, "gcra:1/1s,burst=3", nil)
 	if got := result(t, rep, CheckFalseRejections); got.Verdict != Fail {
 		t.Fatalf("without the fault: false-rejections = %s (%s), want fail", got.Verdict, got.Explanation)
+	}
+}
+
+// TestNoAnswerDuringFaults: a request left without an answer during a
+// fault fails status and fault-latency unless the fault left no one to
+// answer it (a killed instance, or a store down under a target that
+// declares no failure mode), and after the heal, in the recovery, always
+// fails status. It is never counted as a fast answer, and status never
+// says every request was answered when one was not. The first case is
+// peer-ulule-limiter-redis-kill's: a fail-closed target whose middleware
+// panics on the store's error, so net/http drops the connection.
+func TestNoAnswerDuringFaults(t *testing.T) {
+	answer := func(code int) func(*history.Record) {
+		return func(r *history.Record) {
+			r.Status = code
+			switch {
+			case code == 0:
+				r.Outcome, r.Error = history.Error, "EOF"
+			case code == 429:
+				r.Outcome = history.Rejected
+			case code >= 400:
+				r.Outcome = history.Error
+			}
+			if code == 503 || code == 429 {
+				setHeader(r, "retry-after", "1")
+			}
+		}
+	}
+	// run adds one request every 100 ms from 0 to 3 s on instance api-1,
+	// answered in 2 ms with what code gives at its send time: requests 11
+	// to 21 are sent during the fault (1 s to 2 s), 22 to 26 in its
+	// recovery.
+	run := func(code func(at time.Duration) int) func(h *hist) {
+		return func(h *hist) {
+			for at := time.Duration(0); at < 3*time.Second; at += 100 * time.Millisecond {
+				h.add("k", at, at+2*time.Millisecond, history.Admitted, inst("api-1"), answer(code(at)))
+			}
+		}
+	}
+	between := func(from, to time.Duration, in, out int) func(at time.Duration) int {
+		return func(at time.Duration) int {
+			if at >= from && at <= to {
+				return in
+			}
+			return out
+		}
+	}
+	closed := drill(runrecord.FailClosed, "redis_kill", time.Second, 2*time.Second, true)
+	undeclared := drill("", "redis_kill", time.Second, 2*time.Second, true)
+	kill := &runrecord.Drill{Instances: 2, Timeout: 50 * time.Millisecond, Slack: 50 * time.Millisecond, Recovery: 500 * time.Millisecond,
+		Windows: []runrecord.FaultWindow{{Kind: "instance_kill", Target: "api-1", Instance: "api-1", FromNs: int64(time.Second), ToNs: int64(2 * time.Second)}}}
+	// An instance's clock is stepped by restarting it: it answers nothing
+	// meanwhile, and no fault-latency applies (the store kept answering).
+	restart := &runrecord.Drill{Mode: runrecord.FailClosed, Instances: 2, Timeout: 50 * time.Millisecond, Slack: 50 * time.Millisecond, Recovery: 500 * time.Millisecond,
+		Windows: []runrecord.FaultWindow{{Kind: "clock_step", Target: "api-1", Instance: "api-1", StepNs: int64(5 * time.Minute), FromNs: int64(time.Second), ToNs: int64(2 * time.Second)}}}
+	tests := []struct {
+		name                  string
+		build                 func(h *hist)
+		faults                *runrecord.Drill
+		status, latency       Verdict // latency "": no fault-latency result
+		statusWhy, latencyWhy string
+		latencyObserved       float64
+	}{
+		{name: "fail-closed, connections dropped during the fault",
+			build:  run(between(time.Second, 2*time.Second, 0, 200)),
+			faults: closed, status: Fail, latency: Fail, latencyObserved: 11,
+			statusWhy:  "no answer to 11 of 16 requests during a fault, a store stall or the recovery after either (first: request 11)",
+			latencyWhy: "11 of 11 requests sent during the fault got no answer (first: request 11, its connection failed after 2ms)"},
+		{name: "fail-closed, 503 during the fault, dropped after the heal",
+			build: run(func(at time.Duration) int {
+				switch {
+				case at >= time.Second && at <= 2*time.Second:
+					return 503
+				case at > 2*time.Second && at < 2350*time.Millisecond:
+					return 0
+				}
+				return 200
+			}),
+			faults: closed, status: Fail, latency: Pass, latencyObserved: 2,
+			statusWhy:  "no answer to 3 of 16 requests during a fault, a store stall or the recovery after either (first: request 22)",
+			latencyWhy: "11 requests sent during the fault, each answered within 2ms"},
+		{name: "fail-closed honoured",
+			build:  run(between(time.Second, 2*time.Second, 503, 200)),
+			faults: closed, status: Pass, latency: Pass, latencyObserved: 2,
+			statusWhy:  "every request answered, no unexpected 4xx or 5xx; 0 transport errors",
+			latencyWhy: "each answered within 2ms"},
+		{name: "killed instance, no answer during the kill",
+			build:  run(between(time.Second, 2*time.Second, 0, 200)),
+			faults: kill, status: Pass, latency: Pass, latencyObserved: 2,
+			statusWhy:  "every request answered but those a fault left with no one to answer, no unexpected 4xx or 5xx; 11 transport errors, 11 requests of unknown outcome; 11 of the 16 requests during a fault got no answer, as the fault means",
+			latencyWhy: "11 requests sent during the fault, none answered, as the fault means"},
+		{name: "killed instance, no answer after the heal",
+			build:  run(between(time.Second, 2200*time.Millisecond, 0, 200)),
+			faults: kill, status: Fail, latency: Pass, latencyObserved: 2,
+			statusWhy:  "no answer to 2 of 16 requests during a fault, a store stall or the recovery after either (first: request 22)",
+			latencyWhy: "none answered, as the fault means"},
+		{name: "fail-closed, an instance restarted to step its clock",
+			build:  run(between(time.Second, 2*time.Second, 0, 200)),
+			faults: restart, status: Pass,
+			statusWhy: "every request answered but those a fault left with no one to answer"},
+		{name: "no failure mode declared, store down",
+			build:  run(between(time.Second, 2*time.Second, 0, 200)),
+			faults: undeclared, status: Pass, latency: Pass, latencyObserved: 2,
+			statusWhy:  "every request answered but those a fault left with no one to answer",
+			latencyWhy: "11 requests sent during the fault, none answered, as the fault means"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &hist{}
+			tc.build(h)
+			rep := h.checkFaults(t, "gcra:1000/1s,burst=1000", tc.faults)
+			st := resultIn(t, rep, CheckStatus, "")
+			if st.Verdict != tc.status || !strings.Contains(st.Explanation, tc.statusWhy) {
+				t.Errorf("status = %s %q,\nwant %s with %q", st.Verdict, st.Explanation, tc.status, tc.statusWhy)
+			}
+			if tc.status == Fail && strings.Contains(st.Explanation, "every request answered") {
+				t.Errorf("a failed status says every request was answered: %q", st.Explanation)
+			}
+			if tc.latency == "" {
+				if hasResult(rep, CheckFaultLatency) {
+					t.Errorf("a fault-latency result for a bare clock step: %+v", rep.Results)
+				}
+				return
+			}
+			fl := resultIn(t, rep, CheckFaultLatency, tc.faults.Windows[0].Kind+" #1")
+			if fl.Verdict != tc.latency || fl.Observed != tc.latencyObserved || !strings.Contains(fl.Explanation, tc.latencyWhy) {
+				t.Errorf("fault-latency = %s observed %v %q,\nwant %s observed %v with %q", fl.Verdict, fl.Observed, fl.Explanation, tc.latency, tc.latencyObserved, tc.latencyWhy)
+			}
+		})
 	}
 }

@@ -58,6 +58,9 @@ type request struct {
 	// undelivered marks a request that provably never reached the target
 	// (its connection was refused): it was not admitted.
 	undelivered bool
+	// unanswerable marks a request left without an answer that a fault
+	// explains (noAnswerExpected): the status check excuses it.
+	unanswerable bool
 }
 
 // dataset holds a history in compact form: per-record structs in one slice,

@@ -143,22 +143,32 @@ func (p *partial) merge(o *partial) {
 // statusPart is the status check's part: the requests judged and, per
 // status that fails, its requests.
 type statusPart struct {
-	total  int
-	causes []*statusCause
+	// total counts the requests outside faults (judged on every status),
+	// faulted those during a fault or its recovery (judged on whether they
+	// were answered), unanswerable those of them a fault left without
+	// anyone to answer, and decided those answered 4xx or 5xx there, which
+	// the failure mode decided.
+	total, faulted, unanswerable, decided int
+	causes                                []*statusCause
 }
 
-// statusCause is the requests that got one failing status (0: no answer).
+// statusCause is the requests that got one failing status (0: no answer),
+// outside faults or, with faulted, during a fault or its recovery.
 type statusCause struct {
-	status int
-	list   exampleList
+	status  int
+	faulted bool
+	list    exampleList
 }
 
 func (s *statusPart) merge(o *statusPart) {
 	s.total += o.total
+	s.faulted += o.faulted
+	s.unanswerable += o.unanswerable
+	s.decided += o.decided
 	for _, oc := range o.causes {
-		k := slices.IndexFunc(s.causes, func(c *statusCause) bool { return c.status == oc.status })
+		k := slices.IndexFunc(s.causes, func(c *statusCause) bool { return c.status == oc.status && c.faulted == oc.faulted })
 		if k < 0 {
-			s.causes = append(s.causes, &statusCause{status: oc.status})
+			s.causes = append(s.causes, &statusCause{status: oc.status, faulted: oc.faulted})
 			k = len(s.causes) - 1
 		}
 		s.causes[k].list.merge(oc.list)
@@ -232,11 +242,16 @@ type stylePart struct {
 
 // faultPart is the fault checks' part for one fault window.
 type faultPart struct {
-	// sent counts the requests sent during the fault; slowest is the one
-	// that took longest (the first of them in history order), took its time.
-	sent    int
-	slowest example
-	took    int64
+	// sent counts the requests sent during the fault; timed those of them
+	// that ended, answered or failed as the fault means (unanswerable
+	// counts the latter); slowest is the timed one that took longest (the
+	// first of them in history order), took its time. unanswered lists
+	// those left without an answer the fault does not explain: none was
+	// answered within any bound.
+	sent, timed, unanswerable int
+	slowest                   example
+	took                      int64
+	unanswered                exampleList
 	// inside counts the requests sent and answered while the fault was
 	// surely in effect; bad lists those the failure mode did not decide
 	// as declared.
@@ -245,10 +260,13 @@ type faultPart struct {
 }
 
 func (f *faultPart) merge(o *faultPart) {
-	if o.sent > 0 && (f.sent == 0 || o.took > f.took || o.took == f.took && o.slowest.seq < f.slowest.seq) {
+	if o.timed > 0 && (f.timed == 0 || o.took > f.took || o.took == f.took && o.slowest.seq < f.slowest.seq) {
 		f.slowest, f.took = o.slowest, o.took
 	}
 	f.sent += o.sent
+	f.timed += o.timed
+	f.unanswerable += o.unanswerable
+	f.unanswered.merge(o.unanswered)
 	f.inside += o.inside
 	f.bad.merge(o.bad)
 }

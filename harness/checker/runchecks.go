@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/rlbench/rlbench/harness/history"
@@ -33,11 +34,15 @@ type timings struct {
 	lagTolerance int64
 	onTime       map[string]int // by phase name
 	records      int
-	worst        int64 // largest received − intended, ns
-	worstID      uint64
-	worstKey     string
-	worstFrom    int64
-	latencies    map[string]map[string][]int64 // by route and phase, only the overhead's routes
+	// file names the history read; cut is its Truncated error once read
+	// (nil: it ended cleanly).
+	file      string
+	cut       error
+	worst     int64 // largest received − intended, ns
+	worstID   uint64
+	worstKey  string
+	worstFrom int64
+	latencies map[string]map[string][]int64 // by route and phase, only the overhead's routes
 	// probePhases are the names of the Retry-After probe phases (unless
 	// another kind of phase shares the name); probeKeys the keys their
 	// requests carried.
@@ -109,10 +114,7 @@ func (t *timings) results(rec *runrecord.ScenarioRecord) []Result {
 		}, loadOK))
 	}
 	out = append(out, burstSpreadResults(rec.Phases, rec.Shard != nil)...)
-	out = append(out, verdictOf(Result{
-		Name: CheckHistoryComplete, Class: ClassHarness, Observed: float64(rec.Dropped), Bound: 0, Unit: "results dropped",
-		Explanation: "every result reached the history (a consumer too slow for the generator drops results, and the checks would miss them)",
-	}, rec.Dropped == 0))
+	out = append(out, historyComplete(rec, t.records, t.cut, t.file))
 	if c := rec.Checks; c != nil && c.MaxLatency > 0 && t.records > 0 { // Check refuses an empty history
 		worst := time.Duration(t.worst).Round(time.Microsecond)
 		res := latencyVerdict(Result{
@@ -138,6 +140,62 @@ func (t *timings) results(rec *runrecord.ScenarioRecord) []Result {
 		out = append(out, connections(rec.Connections))
 	}
 	return out
+}
+
+// historyComplete judges whether the history read holds every result of
+// the run rec records: the phases sent Σ PhaseRecord.Sent requests, one
+// result each, of which rec.Dropped never reached the history; the history
+// (file) must hold the rest, read of them, and end cleanly (cut nil; else
+// the reader's Truncated error: cut off mid-line or mid-stream, or ended by
+// an interrupt). A history that lacks results can prove nothing of the
+// requests it lacks, so any shortfall fails; so do more records than were
+// sent (the history of another run, or a changed file). Observed counts the
+// results not in the history (sent − read, or the dropped ones when rec
+// records no phase); with more records than sent, the excess.
+func historyComplete(rec *runrecord.ScenarioRecord, read int, cut error, file string) Result {
+	res := Result{Name: CheckHistoryComplete, Class: ClassHarness, Bound: 0, Unit: "results not in the history", Verdict: Pass,
+		Observed:    float64(rec.Dropped),
+		Explanation: fmt.Sprintf("every result reached the history: %s", Count(read, "records")),
+	}
+	sent := 0
+	for i := range rec.Phases {
+		sent += rec.Phases[i].Sent
+	}
+	var why []string
+	if rec.Dropped > 0 {
+		why = append(why, fmt.Sprintf("%s dropped before the history (a consumer too slow for the generator): the checks miss them", Count(rec.Dropped, "results")))
+	}
+	if len(rec.Phases) > 0 {
+		res.Observed = float64(max(sent-read, rec.Dropped))
+		res.Explanation = fmt.Sprintf("every result reached the history: %s, as many as run.json records sent", Count(read, "records"))
+		switch want := sent - rec.Dropped; {
+		case read < want:
+			why = append(why, fmt.Sprintf("%s holds %d of the %d results run.json records (%s sent, %d dropped): %d missing, cut short or changed after the run; the checks cannot judge the requests it lacks",
+				file, read, want, Count(sent, "requests"), rec.Dropped, want-read))
+		case read > sent:
+			res.Observed = float64(read - sent)
+			why = append(why, fmt.Sprintf("%s holds %s, %d more than the %s run.json records: the history of another run, or a changed file", file, Count(read, "records"), read-sent, Count(sent, "requests sent")))
+		}
+	}
+	if cut != nil {
+		why = append(why, fmt.Sprintf("%v: the requests after it are missing, and the checks cannot judge them", cut))
+	}
+	if len(why) > 0 {
+		res.Verdict, res.Explanation = Fail, strings.Join(why, "; ")
+	}
+	return res
+}
+
+// truncatedResult is history-complete for a history checked without its
+// run record: nil when it ended cleanly (cut nil), else a failure quoting
+// the reader's Truncated error, since the history cannot prove anything of
+// the requests after its end.
+func truncatedResult(cut error) *Result {
+	if cut == nil {
+		return nil
+	}
+	return &Result{Name: CheckHistoryComplete, Class: ClassHarness, Verdict: Fail, Bound: 0, Unit: "results not in the history",
+		Explanation: fmt.Sprintf("%v: the requests after it are missing (how many, only a run record says), and the checks cannot judge them", cut)}
 }
 
 // delivered is the load delivered over the open-model phases (constant and

@@ -34,6 +34,7 @@ func (r *recorded) send(route string, intended, lag, took time.Duration) *histor
 		q.Route, q.Phase, q.IntendedNs = route, "steady", int64(intended)
 	})
 	r.rec.Phases[0].Planned++
+	r.rec.Phases[0].Sent++
 	return q
 }
 

@@ -236,6 +236,7 @@ func CheckShards(shards []ShardRun, opts ShardOptions) (*ShardedReport, error) {
 	for k, pl := range placed {
 		merged.Shards[k].Records = pl.Records
 		t := timings[k]
+		t.cut, t.file = readers[pl.Input].Truncated(), readers[pl.Input].Name()
 		for _, res := range t.results(recs[k]) {
 			res.Scope = strings.TrimSpace("shard " + pl.Shard.String() + " " + res.Scope)
 			if pr := res.Proof; pr != nil && res.Name == CheckConnections {

@@ -211,6 +211,10 @@ func maybeGunzip(r io.Reader) (*bufio.Reader, error) {
 // Truncated after it to learn whether records may be missing.
 func (r *Reader) Truncated() error { return r.trunc }
 
+// Name is the name the history was opened under (its file), as its
+// errors name it.
+func (l *lines) Name() string { return l.name }
+
 // next returns the next non-empty line, valid until the following call, or
 // io.EOF at the end of the input.
 func (l *lines) next() ([]byte, error) {

@@ -254,20 +254,22 @@ func TestReferenceScenarios(t *testing.T) {
 }
 
 // TestFindingsNameCheckedScenarios: every known finding is of a peer
-// scenario, and names checks the checker has.
+// scenario, and names checks the checker has of the limiter: its
+// decisions, and under a fault whether it answers at all (status,
+// fault-latency), never a check of the harness.
 func TestFindingsNameCheckedScenarios(t *testing.T) {
 	all, err := peers.All()
 	if err != nil {
 		t.Fatal(err)
 	}
-	checks := []string{checker.CheckBudget, checker.CheckBurstRatio, checker.CheckFalseRejections, checker.CheckRetryAfter, checker.CheckRateLimitFields, checker.CheckHeaderStyle, checker.CheckFailureMode}
+	checks := []string{checker.CheckBudget, checker.CheckBurstRatio, checker.CheckFalseRejections, checker.CheckRetryAfter, checker.CheckRateLimitFields, checker.CheckHeaderStyle, checker.CheckFailureMode, checker.CheckStatus, checker.CheckFaultLatency}
 	for name, names := range peers.Findings {
 		if !slices.ContainsFunc(all, func(sc *scenarios.Scenario) bool { return sc.Name == name }) {
 			t.Errorf("findings of %s, which is no peer scenario", name)
 		}
 		for _, n := range names {
 			if !slices.Contains(checks, n) {
-				t.Errorf("%s: finding %q is not a check of the limiter's decisions", name, n)
+				t.Errorf("%s: finding %q is not a check of the limiter", name, n)
 			}
 		}
 	}

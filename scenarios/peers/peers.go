@@ -60,7 +60,9 @@ var files embed.FS
 //
 // peer-ulule-limiter-redis-kill: its default ErrorHandler panics on a
 // store error and net/http drops the connection, so no request during the
-// outage gets the 503 the declared fail-closed mode promises.
+// outage gets the 503 the declared fail-closed mode promises, nor any
+// answer (fault-latency), and some right after the heal get none either
+// (status).
 var Findings = map[string][]string{
 	"peer-express":                          {"budget", "boundary-burst-ratio", "false-rejections", "retry-after", "ratelimit-fields"},
 	"peer-flask-limiter-fixed":              {"retry-after", "ratelimit-fields"},
@@ -73,7 +75,7 @@ var Findings = map[string][]string{
 	"peer-haproxy-two":                      {"budget", "boundary-burst-ratio", "false-rejections", "retry-after"},
 	"peer-httprate":                         {"budget", "false-rejections", "retry-after", "ratelimit-fields"},
 	"peer-rate-limiter-flexible-redis-kill": {"ratelimit-fields"},
-	"peer-ulule-limiter-redis-kill":         {"failure-mode"},
+	"peer-ulule-limiter-redis-kill":         {"status", "fault-latency", "failure-mode"},
 }
 
 // All returns the peer scenarios in file name order, each parsed from its
