@@ -30,10 +30,11 @@
 //	model (file)                  bound proven                                  source                                 tolerance
 //	token bucket, GCRA            cost of the admissions with a <= s, e <= b    ATM Forum TM 4.0 §4.4.2 (GCRA);        T rounded down (faster)
 //	(bucket.go)                   is at most B + (b − a + res)/T, every [a, b];  Turner 1986 (token bucket)
-//	leaky bucket, a queue         the bucket's bound on admissions, and         ATM Forum TM 4.0 §4.4.2; NGINX         T rounded down; res at least
-//	(queue.go, queue-delay)       answers spaced by slots: the admissions       limit_req (without nodelay),           1 ms (millisecond timers and
-//	                              answered within [a, b] cost at most           nginx.org ngx_http_limit_req_module    clocks); late answers within
-//	                              c_max + (b − a + res)/T; with reported                                               Policy.QueueSlack
+//	leaky bucket, a queue         the bucket's bound on admissions, and         ATM Forum TM 4.0 §4.4.2; NGINX         T rounded down; res twice the
+//	(queue.go, queue-delay)       answers spaced by slots: the admissions       limit_req (without nodelay),           clock's resolution, at least
+//	                              answered within [a, b] cost at most           nginx.org ngx_http_limit_req_module    2 ms (a millisecond clock and
+//	                              c_max + (b − a + res)/T; with reported                                               delays in whole ms); late
+//	                                                                                                                   answers within QueueSlack
 //	                              decision times, each answer at most
 //	                              QueueSlack after its latest slot
 //	sliding window log            at most L in any interval shorter than        Redis sorted-set log (exact)           none

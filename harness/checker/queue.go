@@ -16,10 +16,14 @@ const CheckQueueDelay = "queue-delay"
 const DefaultQueueSlack = 100 * time.Millisecond
 
 // queueTimerResolution is the least resolution the queue-delay check allows
-// the slots: queues hold requests with timers and compute delays on clocks
-// of whole milliseconds (NGINX's ngx_current_msec and its event timers), so
-// an answer may precede its slot on a finer clock by up to 1 ms.
-const queueTimerResolution = int64(time.Millisecond)
+// the slots. Queues hold requests with timers and compute delays in whole
+// milliseconds: NGINX (ngx_http_limit_req_module) reads its clock as
+// ngx_current_msec, truncated to the millisecond (up to 1 ms early), and
+// divides the excess by the rate in integer milliseconds (up to 1 ms more),
+// so a release may precede its slot on a finer clock by up to 2 ms. Seen on
+// limit_req burst=5: the sixth answer 499.0 ms after the first request was
+// sent, at 10 r/s.
+const queueTimerResolution = 2 * int64(time.Millisecond)
 
 // queueModel is the leaky bucket as a queue (the reference limiter's
 // leaky_bucket, NGINX limit_req without nodelay): it admits what the GCRA
@@ -35,7 +39,9 @@ const queueTimerResolution = int64(time.Millisecond)
 //     response arrived), the requests sent at or after a and answered by b
 //     were released within it, so they cost at most c_max + (b − a + res)/T,
 //     c_max the largest cost of the key's admissions (the last one released
-//     needs no spacing after it), res at least queueTimerResolution;
+//     needs no spacing after it), res twice the target's clock resolution
+//     (a truncated clock and a truncated delay) and at least
+//     queueTimerResolution;
 //   - late answers: a request whose decision time is known (the record's
 //     reported decision time, Policy.TrustDecisionTime) had its slot at the
 //     latest at max(decision, TAT), TAT counting every request that may have
@@ -84,7 +90,7 @@ func (m *queueModel) queueDelay(c *limitCheck, g []int32, acc *queueAcc) {
 		return
 	}
 	acc.seen = true
-	f := m.tightest(c, A, cmax, true, max(c.r.res, queueTimerResolution))
+	f := m.tightest(c, A, cmax, true, max(2*c.r.res, queueTimerResolution))
 	if f.found {
 		f.group = g
 		f.members = nil
