@@ -34,8 +34,7 @@
 //	(queue.go, queue-delay)       answers spaced by slots: the admissions       limit_req (without nodelay),           clock's resolution, at least
 //	                              answered within [a, b] cost at most           nginx.org ngx_http_limit_req_module    2 ms (a millisecond clock and
 //	                              c_max + (b − a + res)/T; with reported                                               delays in whole ms); late
-//	                                                                                                                   answers within QueueSlack
-//	                              decision times, each answer at most
+//	                              decision times, each answer at most                                                  answers within QueueSlack
 //	                              QueueSlack after its latest slot
 //	sliding window log            at most L in any interval shorter than        Redis sorted-set log (exact)           none
 //	(slidinglog.go)               W − res
