@@ -157,9 +157,7 @@ func buildPage(run *Run) *page {
 	pg := &page{}
 	pg.Verdict, pg.VerdictClass = statusText(run.Summary.Status)
 	pg.Totals = TotalsLine(run.Summary.Totals)
-	if run.Summary.Status == checker.StatusError {
-		pg.HarnessNote = HarnessErrorNote
-	}
+	pg.HarnessNote = ErrorNote(run.Summary)
 	pg.Meta = metaFacts(run)
 	pg.Skipped = run.Summary.Skipped
 	var failed, unknown, errs, passed int

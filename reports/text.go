@@ -47,6 +47,20 @@ func WriteText(w io.Writer, rep *checker.Report) error {
 // error.
 const HarnessErrorNote = "ERROR: the harness could not make a valid test (the ERROR rows); no limiter check failed."
 
+// ErrorNote is the line that explains a run whose status is error: the
+// harness's ERROR rows, or skipped scenarios that fail the run
+// (Summary.SkipsFail) when no check is the harness's error. It is empty for
+// any other status.
+func ErrorNote(s *checker.Summary) string {
+	switch {
+	case s.Status != checker.StatusError:
+		return ""
+	case s.SkipsFail && s.Totals.Errors == 0:
+		return fmt.Sprintf("ERROR: %s skipped, and --fail-on-skip makes a skip fail the run; no limiter check failed.", checker.Count(s.Totals.Skipped, "scenarios"))
+	}
+	return HarnessErrorNote
+}
+
 // VerdictLabel is a result's verdict as the verdict tables print it: PASS,
 // FAIL or UNKNOWN for the limiter's checks, ERROR for a check of the
 // harness that did not pass (checker.StatusError).

@@ -149,3 +149,26 @@ func TestWriteTextNotes(t *testing.T) {
 		t.Errorf("got\n%s\nwant the suffix %q", buf.String(), want)
 	}
 }
+
+// ErrorNote names the harness's ERROR rows, or the skips --fail-on-skip made
+// fail the run when there are none; nothing for any other status.
+func TestErrorNote(t *testing.T) {
+	tests := []struct {
+		name string
+		s    checker.Summary
+		want string
+	}{
+		{"pass", checker.Summary{Status: checker.StatusPass}, ""},
+		{"fail", checker.Summary{Status: checker.StatusFail, SkipsFail: true, Totals: checker.Totals{Skipped: 1}}, ""},
+		{"harness rows", checker.Summary{Status: checker.StatusError, Totals: checker.Totals{Errors: 1}}, HarnessErrorNote},
+		{"skips alone", checker.Summary{Status: checker.StatusError, SkipsFail: true, Totals: checker.Totals{Skipped: 1}}, "ERROR: 1 scenario skipped, and --fail-on-skip makes a skip fail the run; no limiter check failed."},
+		{"skips and harness rows", checker.Summary{Status: checker.StatusError, SkipsFail: true, Totals: checker.Totals{Skipped: 2, Errors: 1}}, HarnessErrorNote},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ErrorNote(&tt.s); got != tt.want {
+				t.Errorf("ErrorNote = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

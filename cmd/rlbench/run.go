@@ -292,6 +292,9 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 		summary.StaleDirs = stale
 		fmt.Fprintln(c.stderr, staleWarning(f.out, stale))
 	}
+	if f.failOnSkip {
+		summary.FailSkips()
+	}
 	if err := reports.WriteRun(f.out, summary, record); err != nil {
 		return err
 	}
@@ -301,8 +304,8 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 		}
 	}
 	fmt.Fprintf(c.stdout, "Verdict: %s. %s. Summary, JUnit and report in %s\n", summary.Status, reports.TotalsLine(summary.Totals), f.out)
-	if summary.Status == checker.StatusError {
-		fmt.Fprintln(c.stdout, reports.HarnessErrorNote)
+	if note := reports.ErrorNote(summary); note != "" {
+		fmt.Fprintln(c.stdout, note)
 	}
 	return runError(summary, failedToRun, f.failOnSkip)
 }

@@ -80,7 +80,9 @@ const SummarySchema = "rlbench-summary/v1"
 // Fields are never removed or retyped within v1; consumers ignore fields
 // they do not know. status, totals, counts, class and skipped were added
 // within v1: a reader of an older summary derives them (ReadSummary does).
-// notes were added within v1 too; an older summary has none.
+// notes were added within v1 too; an older summary has none. skips_fail
+// (boolean, optional) says the skipped scenarios made the status error
+// (rlbench run --fail-on-skip).
 type Summary struct {
 	Schema    string            `json:"schema"`
 	Generated time.Time         `json:"generated"`
@@ -93,6 +95,25 @@ type Summary struct {
 	// earlier run into the same output directory left, and which this
 	// summary does not describe (outdir.Stale); absent when none.
 	StaleDirs []string `json:"stale_dirs,omitempty"`
+
+	// SkipsFail says the skipped scenarios fail the run (FailSkips; rlbench
+	// run --fail-on-skip); absent when they do not.
+	SkipsFail bool `json:"skips_fail,omitempty"`
+}
+
+// FailSkips makes the skipped scenarios fail the run, for a CI gate that
+// must run every scenario: a status below error becomes error, the
+// harness's (no check judged the limiters skipped), and SkipsFail is set.
+// It does nothing when no scenario was skipped. The verdict, the limiters'
+// alone, is left as it is.
+func (s *Summary) FailSkips() {
+	if s.Totals.Skipped == 0 {
+		return
+	}
+	s.SkipsFail = true
+	if statusRank(StatusError) > statusRank(s.Status) {
+		s.Status = StatusError
+	}
 }
 
 // ScenarioSummary is one scenario's checks in a Summary.

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -49,5 +50,49 @@ func TestSummary(t *testing.T) {
 	}
 	if _, err := ReadSummary(strings.NewReader(`{"schema":"rlbench-summary/v0"}`)); err == nil {
 		t.Error("ReadSummary accepted schema v0")
+	}
+}
+
+// FailSkips turns a run with skipped scenarios into the harness's error,
+// and only such a run; the limiters' verdict stays, and the status survives
+// a write and a read.
+func TestFailSkips(t *testing.T) {
+	pass := []Result{{Name: CheckBudget, Verdict: Pass}}
+	fail := []Result{{Name: CheckBudget, Verdict: Fail}}
+	tests := []struct {
+		name        string
+		ran         []Result
+		skipped     int
+		wantStatus  Status
+		wantVerdict Verdict
+		wantFlag    bool
+	}{
+		{"no skip", pass, 0, StatusPass, Pass, false},
+		{"a skip beside a pass", pass, 1, StatusError, Pass, true},
+		{"only skips", nil, 3, StatusError, Pass, true},
+		{"a skip beside a failure", fail, 2, StatusFail, Fail, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := NewSummary(time.Unix(0, 0))
+			if tt.ran != nil {
+				s.Add("quickstart", tt.ran)
+			}
+			for i := range tt.skipped {
+				s.AddSkipped(fmt.Sprintf("peer-%d", i), "not installed")
+			}
+			s.FailSkips()
+			var buf bytes.Buffer
+			if err := s.Write(&buf); err != nil {
+				t.Fatal(err)
+			}
+			got, err := ReadSummary(&buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != tt.wantStatus || got.Verdict != tt.wantVerdict || got.SkipsFail != tt.wantFlag {
+				t.Errorf("status %s, verdict %s, skips_fail %v; want %s, %s, %v", got.Status, got.Verdict, got.SkipsFail, tt.wantStatus, tt.wantVerdict, tt.wantFlag)
+			}
+		})
 	}
 }
