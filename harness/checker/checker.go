@@ -136,7 +136,11 @@ const maxExamples = 10
 // of their key into partitions (held in memory up to Policy.MemoryBudget,
 // beyond it in a temporary file it removes before returning), checks the
 // partitions on every core and merges their results into the report one
-// pass over the whole history gives. Time is O(n log n) in the number of
+// pass over the whole history gives. When p.Faults holds store stalls the
+// harness observed, each partition is checked twice, on a copy of its
+// records, with the stalls excused and with the store taken as healthy
+// (twoHypotheses): twice the time, and a partition's memory more, for such
+// runs only. Time is O(n log n) in the number of
 // records; memory is about Policy.MemoryBudget whatever n, unless one key
 // alone holds more than a core's share of it (about 300 bytes a record).
 // Measured on two cores (BenchmarkCheckFile): ten million records in about
