@@ -108,7 +108,8 @@ func TestREADMECheckTable(t *testing.T) {
 	}
 	// The budget and false-rejections rows state the bounds on what
 	// observed store stalls may excuse, of the requests the declared faults
-	// leave judged, and the least that must stay judged.
+	// leave judged, the least that must stay judged, and the second
+	// hypothesis, the store taken as healthy, a pass must also hold under.
 	half, halfOK := map[float64]string{0.5: "more than half of them"}[checker.MaxStallExcusedShare]
 	twice, twiceOK := map[int64]string{2: "twice its capacity"}[checker.MinJudgedCapacities]
 	if !halfOK || !twiceOK {
@@ -121,6 +122,7 @@ func TestREADMECheckTable(t *testing.T) {
 			"requests the declared faults leave judged",
 			half,
 			twice,
+			"with the store taken as healthy",
 		} {
 			if !strings.Contains(row, want) {
 				t.Errorf("README.md's %s row does not state the observed stalls' bound %q (checker.MaxStalledShare %g, MaxStallExcusedShare %g, MinJudgedCapacities %d)", name, want, checker.MaxStalledShare, checker.MaxStallExcusedShare, checker.MinJudgedCapacities)

@@ -136,7 +136,11 @@ const maxExamples = 10
 // of their key into partitions (held in memory up to Policy.MemoryBudget,
 // beyond it in a temporary file it removes before returning), checks the
 // partitions on every core and merges their results into the report one
-// pass over the whole history gives. Time is O(n log n) in the number of
+// pass over the whole history gives. When p.Faults holds store stalls the
+// harness observed, each partition is checked twice, on a copy of its
+// records, with the stalls excused and with the store taken as healthy
+// (twoHypotheses): twice the time, and a partition's memory more, for such
+// runs only. Time is O(n log n) in the number of
 // records; memory is about Policy.MemoryBudget whatever n, unless one key
 // alone holds more than a core's share of it (about 300 bytes a record).
 // Measured on two cores (BenchmarkCheckFile): ten million records in about
@@ -197,35 +201,61 @@ func collect(d *dataset, p Policy, c clock, uses []limitUse, end int64, ws *work
 	return pt
 }
 
+// collectBoth is collect, and when p's drill has observed store stalls
+// collect again on a copy of d taken before under healthyPolicy(p): the
+// parts of both hypotheses (finish). healthy is nil without stalls.
+func collectBoth(d *dataset, p Policy, c clock, uses []limitUse, end int64, ws *workspace) (pt, healthy *partial) {
+	if hp, ok := healthyPolicy(p); ok {
+		healthy = collect(d.clone(), hp, c, uses, end, nil)
+	}
+	return collect(d, p, c, uses, end, ws), healthy
+}
+
 // finish makes the report of a history from the parts collected over all
-// its records.
-func finish(hdr history.Header, p Policy, c clock, uses []limitUse, pt *partial) *Report {
+// its records. healthy, when the drill has observed store stalls, is the
+// parts collected again with the store taken as healthy throughout
+// (healthyPolicy): the limiter checks then hold under both hypotheses
+// (twoHypotheses).
+func finish(hdr history.Header, p Policy, c clock, uses []limitUse, pt, healthy *partial) *Report {
 	rep := &Report{Counts: pt.counts}
+	var at guarded
+	rep.Results, at = ordinaryResults(rep, p, c, uses, pt)
+	if p.SkipHeaderChecks {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("checks.headers is false: %s, %s and %s were not run", CheckRetryAfter, CheckRateLimitFields, CheckHeaderStyle))
+	}
+	rep.Notes = append(rep.Notes, clockNotes(hdr, c, uses)...)
+	limiter := len(rep.Results)
+	rep.Results = append(rep.Results, faultResults(p, p.Faults, pt)...)
+	rep.Notes = append(rep.Notes, stallNotes(rep.Results, at, p, uses, pt)...)
+	if hp, ok := healthyPolicy(p); ok && healthy != nil {
+		asHealthy, _ := ordinaryResults(&Report{Counts: healthy.counts}, hp, c, uses, healthy)
+		rep.Notes = append(rep.Notes, twoHypotheses(rep.Results[1:limiter], asHealthy[1:], p.Faults)...)
+	}
+	classify(rep.Results)
+	return rep
+}
+
+// ordinaryResults are the status result of rep and the limiter checks'
+// results from pt, in report order, with where the stall guard finds each
+// limit's budget result and each rule's false-rejection result.
+func ordinaryResults(rep *Report, p Policy, c clock, uses []limitUse, pt *partial) ([]Result, guarded) {
 	// The status check comes first: when the target refused the traffic
 	// (401, 404) or did not answer, it names the cause the other checks
 	// only suffer from.
-	rep.Results = append(rep.Results, pt.status.result(rep))
-	// at is where each limit's budget result and each rule's
-	// false-rejection result sit, for the guard on the observed stalls.
+	out := []Result{pt.status.result(rep)}
 	at := guarded{budget: make([]int, len(uses)), rules: make([]int, len(p.Rules))}
 	for k, u := range uses {
-		at.budget[k] = len(rep.Results)
-		rep.Results = append(rep.Results, pt.limits[k].results(u, p, c.known)...)
+		at.budget[k] = len(out)
+		out = append(out, pt.limits[k].results(u, p, c.known)...)
 	}
 	for ri := range p.Rules {
-		at.rules[ri] = len(rep.Results)
-		rep.Results = append(rep.Results, pt.rules[ri].result(p, int32(ri)))
+		at.rules[ri] = len(out)
+		out = append(out, pt.rules[ri].result(p, int32(ri)))
 	}
-	if p.SkipHeaderChecks {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("checks.headers is false: %s, %s and %s were not run", CheckRetryAfter, CheckRateLimitFields, CheckHeaderStyle))
-	} else {
-		rep.Results = append(rep.Results, pt.retry.result(), pt.fields.result(), pt.style.result())
+	if !p.SkipHeaderChecks {
+		out = append(out, pt.retry.result(), pt.fields.result(), pt.style.result())
 	}
-	rep.Notes = append(rep.Notes, clockNotes(hdr, c, uses)...)
-	rep.Results = append(rep.Results, faultResults(p, p.Faults, pt)...)
-	rep.Notes = append(rep.Notes, stallNotes(rep.Results, at, p, uses, pt)...)
-	classify(rep.Results)
-	return rep
+	return out, at
 }
 
 // narrowing maps a reported decision time onto a request's interval.

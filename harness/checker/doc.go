@@ -192,6 +192,22 @@
 // request. A failure stays one: it was proven on requests no fault or stall
 // excused (stalls.go).
 //
+// No share makes such a pass sound: a single short stall whose recovery
+// covers the only stretch where an over-admission shows excuses it under
+// every threshold. So a run with observed stalls is judged under two
+// hypotheses: with the stalls excused as above, and with the store taken
+// as healthy throughout (the drill without its observed windows, the
+// declared faults still applied; a second pass over the partitioned
+// history, which only such runs pay for). A failure with the stalls
+// excused stays one; a pass under both is a pass, the stalls changed
+// nothing; a pass that is not one with the store healthy becomes unknown,
+// the harness's, its explanation naming the healthy store's finding (key
+// and span) and the stalls, with a note in the report; an unknown stays
+// unknown. The rule holds every limiter check the excusal changes: budget
+// (with queue-delay and boundary-burst-ratio), false-rejections,
+// retry-after, ratelimit-fields and header-style. The guard above is kept:
+// it only turns passes into unknowns, and says why in shares.
+//
 // # One verdict pipeline
 //
 // Every verdict of a run is computed here, from what the run recorded: the

@@ -374,6 +374,7 @@ func checkPartitioned(src history.Source, p Policy, c clock, pl plan) (_ *Report
 	uses := limitUses(p)
 	tasks := ps.tasks(pl)
 	parts := make([]*partial, len(tasks))
+	healthy := make([]*partial, len(tasks))
 	var (
 		mu     sync.Mutex // guards next, failed, and reading back the buckets
 		next   int
@@ -409,7 +410,7 @@ func checkPartitioned(src history.Source, p Policy, c clock, pl plan) (_ *Report
 					fail(err)
 					return
 				}
-				parts[t] = collect(d, p, c, uses, ps.end, &ws)
+				parts[t], healthy[t] = collectBoth(d, p, c, uses, ps.end, &ws)
 			}
 		}()
 	}
@@ -417,11 +418,14 @@ func checkPartitioned(src history.Source, p Policy, c clock, pl plan) (_ *Report
 	if failed != nil {
 		return nil, failed
 	}
-	merged := parts[0]
-	for _, o := range parts[1:] {
+	merged, asHealthy := parts[0], healthy[0]
+	for t, o := range parts[1:] {
 		merged.merge(o)
+		if asHealthy != nil {
+			asHealthy.merge(healthy[t+1])
+		}
 	}
-	return finish(ps.hdr, p, c, uses, merged), nil
+	return finish(ps.hdr, p, c, uses, merged, asHealthy), nil
 }
 
 // firstErr is err, unless it is nil: then next.

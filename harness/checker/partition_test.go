@@ -30,7 +30,8 @@ func checkSequential(src history.Source, p Policy) (*Report, error) {
 		end = max(end, d.reqs[i].recv)
 	}
 	uses := limitUses(p)
-	return finish(d.header, p, c, uses, collect(d, p, c, uses, end, nil)), nil
+	pt, healthy := collectBoth(d, p, c, uses, end, nil)
+	return finish(d.header, p, c, uses, pt, healthy), nil
 }
 
 // smallPlan partitions even a handful of records: tasks of at most
