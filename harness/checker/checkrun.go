@@ -69,12 +69,18 @@ func CheckScenario(runDir string, rec *runrecord.ScenarioRecord) (*Report, error
 // rec.
 func CheckRun(src history.Source, rec *runrecord.ScenarioRecord, p Policy) (*Report, error) {
 	ends, _ := src.(truncator)
+	file := "the history"
+	if n, ok := ends.(interface{ Name() string }); ok && n.Name() != "" {
+		file = n.Name()
+	}
 	if rec == nil {
-		rep, err := Check(src, p)
+		var ids idTally
+		rep, err := Check(observed{src, func(r *history.Record) { ids.add(r.ID) }}, p)
 		if err != nil {
 			return nil, err
 		}
-		if res := truncatedResult(cutOf(ends)); res != nil {
+		if res, gap := truncatedResult(cutOf(ends), file, &ids); res != nil {
+			unproven(rep.Results, gap, ids.dups > 0)
 			rep.Results = append(rep.Results, *res)
 		}
 		return rep, nil
@@ -88,12 +94,13 @@ func CheckRun(src history.Source, rec *runrecord.ScenarioRecord, p Policy) (*Rep
 	if err != nil {
 		return nil, err
 	}
-	t.cut, t.file = cutOf(ends), "the history"
-	if n, ok := ends.(interface{ Name() string }); ok && n.Name() != "" {
-		t.file = n.Name()
-	}
+	t.cut, t.file = cutOf(ends), file
 	rep.withoutProbeKeys(len(t.probeKeys))
-	rep.Results = append(rep.Results, t.results(rec)...)
+	run := t.results(rec)
+	if t.gap != "" {
+		unproven(rep.Results, t.gap, t.ids.dups > 0)
+	}
+	rep.Results = append(rep.Results, run...)
 	classify(rep.Results)
 	return rep, nil
 }
