@@ -62,8 +62,12 @@ func CheckScenario(runDir string, rec *runrecord.ScenarioRecord) (*Report, error
 // check the generator's lag made invalid) are ClassHarness. The report's
 // ProbeKeys counts the keys of the Retry-After probe phases, and Keys the
 // others. A nil rec is Check alone, with a failed history-complete when src
-// (a Reader) ended early: a history cut short proves nothing of the
-// requests it lacks. It reads src once and never contacts a target.
+// (a Reader) ended early or holds a request id twice: a history cut short
+// proves nothing of the requests it lacks. While history-complete does not
+// pass, the checks that must see every request once (false-rejections,
+// retry-after, ratelimit-fields, and a passing budget, boundary-burst-ratio
+// or queue-delay) are the harness's Unknown, saying why (unproven). It
+// reads src once and never contacts a target.
 //
 // Errors: Check's, and a history whose header names another scenario than
 // rec.
