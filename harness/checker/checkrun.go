@@ -62,19 +62,29 @@ func CheckScenario(runDir string, rec *runrecord.ScenarioRecord) (*Report, error
 // check the generator's lag made invalid) are ClassHarness. The report's
 // ProbeKeys counts the keys of the Retry-After probe phases, and Keys the
 // others. A nil rec is Check alone, with a failed history-complete when src
-// (a Reader) ended early: a history cut short proves nothing of the
-// requests it lacks. It reads src once and never contacts a target.
+// (a Reader) ended early or holds a request id twice: a history cut short
+// proves nothing of the requests it lacks. While history-complete does not
+// pass, the checks that must see every request once (false-rejections,
+// retry-after, ratelimit-fields, and a passing budget, boundary-burst-ratio
+// or queue-delay) are the harness's Unknown, saying why (unproven). It
+// reads src once and never contacts a target.
 //
 // Errors: Check's, and a history whose header names another scenario than
 // rec.
 func CheckRun(src history.Source, rec *runrecord.ScenarioRecord, p Policy) (*Report, error) {
 	ends, _ := src.(truncator)
+	file := "the history"
+	if n, ok := ends.(interface{ Name() string }); ok && n.Name() != "" {
+		file = n.Name()
+	}
 	if rec == nil {
-		rep, err := Check(src, p)
+		var ids idTally
+		rep, err := Check(observed{src, func(r *history.Record) { ids.add(r.ID) }}, p)
 		if err != nil {
 			return nil, err
 		}
-		if res := truncatedResult(cutOf(ends)); res != nil {
+		if res, gap := truncatedResult(cutOf(ends), file, &ids); res != nil {
+			unproven(rep.Results, gap, ids.dups > 0)
 			rep.Results = append(rep.Results, *res)
 		}
 		return rep, nil
@@ -88,12 +98,13 @@ func CheckRun(src history.Source, rec *runrecord.ScenarioRecord, p Policy) (*Rep
 	if err != nil {
 		return nil, err
 	}
-	t.cut, t.file = cutOf(ends), "the history"
-	if n, ok := ends.(interface{ Name() string }); ok && n.Name() != "" {
-		t.file = n.Name()
-	}
+	t.cut, t.file = cutOf(ends), file
 	rep.withoutProbeKeys(len(t.probeKeys))
-	rep.Results = append(rep.Results, t.results(rec)...)
+	run := t.results(rec)
+	if t.gap != "" {
+		unproven(rep.Results, t.gap, t.ids.dups > 0)
+	}
+	rep.Results = append(rep.Results, run...)
 	classify(rep.Results)
 	return rep, nil
 }

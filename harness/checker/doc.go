@@ -224,9 +224,20 @@
 //     sent_ns), over those planned less those withheld (from the record);
 //   - history-complete: no result dropped before the history, the history
 //     holding as many records as the record's phases sent, less those
-//     dropped, and ending cleanly (not cut off mid-line or mid-stream, nor
-//     by an interrupt); a history checked without its record fails it only
-//     when it ends early;
+//     dropped, each request id once (the first repeated id is named, with
+//     how many records repeat one), and ending cleanly (not cut off
+//     mid-line or mid-stream, nor by an interrupt); a history checked
+//     without its record fails it only when it ends early or repeats an
+//     id. The record counts the requests sent, not their ids, so an id is
+//     held only to being unique. While history-complete does not pass, the
+//     checks that must see every request once are the harness's Unknown,
+//     with the reason: false-rejections, retry-after and ratelimit-fields
+//     (a missing admission makes a rejection, a wait or a remaining look
+//     wrong), a queue's late answers, and a passing budget,
+//     boundary-burst-ratio or queue-delay (a missing admission can hide an
+//     excess). A failure of those three upper bounds stands while no id
+//     repeats, since each admission read once is real; with a repeated id
+//     it is Unknown too (a duplicate counts its admission twice);
 //   - max-latency and latency-overhead (p50, p99, p99.9 of the limited route
 //     against its baseline's requests in the same phases) and
 //     latency-overhead-ratio (that overhead as a multiple of another limited

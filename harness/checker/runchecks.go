@@ -48,6 +48,10 @@ type timings struct {
 	// requests carried.
 	probePhases map[string]bool
 	probeKeys   map[string]struct{}
+	ids         idTally
+	// gap is history-complete's short form when it did not pass ("" when
+	// it did), once results has run.
+	gap string
 }
 
 func newTimings(rec *runrecord.ScenarioRecord) *timings {
@@ -71,6 +75,7 @@ func newTimings(rec *runrecord.ScenarioRecord) *timings {
 
 func (t *timings) add(r *history.Record) {
 	t.records++
+	t.ids.add(r.ID)
 	if r.SentNs-r.IntendedNs <= t.lagTolerance {
 		t.onTime[r.Phase]++
 	}
@@ -114,7 +119,9 @@ func (t *timings) results(rec *runrecord.ScenarioRecord) []Result {
 		}, loadOK))
 	}
 	out = append(out, burstSpreadResults(rec.Phases, rec.Shard != nil)...)
-	out = append(out, historyComplete(rec, t.records, t.cut, t.file))
+	complete, gap := historyComplete(rec, t.records, t.cut, t.file, &t.ids)
+	t.gap = gap
+	out = append(out, complete)
 	if c := rec.Checks; c != nil && c.MaxLatency > 0 && t.records > 0 { // Check refuses an empty history
 		worst := time.Duration(t.worst).Round(time.Microsecond)
 		res := latencyVerdict(Result{
@@ -143,17 +150,24 @@ func (t *timings) results(rec *runrecord.ScenarioRecord) []Result {
 }
 
 // historyComplete judges whether the history read holds every result of
-// the run rec records: the phases sent Σ PhaseRecord.Sent requests, one
-// result each, of which rec.Dropped never reached the history; the history
-// (file) must hold the rest, read of them, and end cleanly (cut nil; else
-// the reader's Truncated error: cut off mid-line or mid-stream, or ended by
-// an interrupt). A history that lacks results can prove nothing of the
-// requests it lacks, so any shortfall fails; so do more records than were
-// sent (the history of another run, or a changed file). Observed counts the
-// results not in the history (sent − read, or the dropped ones when rec
-// records no phase); with more records than sent, the excess.
-func historyComplete(rec *runrecord.ScenarioRecord, read int, cut error, file string) Result {
-	res := Result{Name: CheckHistoryComplete, Class: ClassHarness, Bound: 0, Unit: "results not in the history", Verdict: Pass,
+// the run rec records, once: the phases sent Σ PhaseRecord.Sent requests,
+// one result each, of which rec.Dropped never reached the history; the
+// history (file) must hold the rest, read of them, each request id once
+// (ids), and end cleanly (cut nil; else the reader's Truncated error: cut
+// off mid-line or mid-stream, or ended by an interrupt). A history that
+// lacks results can prove nothing of the requests it lacks, so any
+// shortfall fails; so do more records than were sent (the history of
+// another run, or a changed file) and a request id held twice. Observed
+// counts the results not in the history (sent − read, or the dropped ones
+// when rec records no phase); with more records than sent, the excess;
+// with neither, the records of a duplicated id. gap is the failure in
+// short, for the checks it leaves unproven (unproven); "" on a pass.
+//
+// run.json records how many requests were sent but not the range of ids
+// they were given (the generator numbers withheld and unsent requests
+// too), so an id is held only to being unique.
+func historyComplete(rec *runrecord.ScenarioRecord, read int, cut error, file string, ids *idTally) (res Result, gap string) {
+	res = Result{Name: CheckHistoryComplete, Class: ClassHarness, Bound: 0, Unit: "results not in the history", Verdict: Pass,
 		Observed:    float64(rec.Dropped),
 		Explanation: fmt.Sprintf("every result reached the history: %s", Count(read, "records")),
 	}
@@ -161,41 +175,62 @@ func historyComplete(rec *runrecord.ScenarioRecord, read int, cut error, file st
 	for i := range rec.Phases {
 		sent += rec.Phases[i].Sent
 	}
-	var why []string
+	var why, short []string
 	if rec.Dropped > 0 {
 		why = append(why, fmt.Sprintf("%s dropped before the history (a consumer too slow for the generator): the checks miss them", Count(rec.Dropped, "results")))
+		short = append(short, fmt.Sprintf("%d dropped", rec.Dropped))
 	}
 	if len(rec.Phases) > 0 {
 		res.Observed = float64(max(sent-read, rec.Dropped))
-		res.Explanation = fmt.Sprintf("every result reached the history: %s, as many as run.json records sent", Count(read, "records"))
+		res.Explanation = fmt.Sprintf("every result reached the history: %s, as many as run.json records sent, each request id once", Count(read, "records"))
 		switch want := sent - rec.Dropped; {
 		case read < want:
 			why = append(why, fmt.Sprintf("%s holds %d of the %d results run.json records (%s sent, %d dropped): %d missing, cut short or changed after the run; the checks cannot judge the requests it lacks",
 				file, read, want, Count(sent, "requests"), rec.Dropped, want-read))
+			short = append(short, fmt.Sprintf("%d of %d results", read, want))
 		case read > sent:
 			res.Observed = float64(read - sent)
 			why = append(why, fmt.Sprintf("%s holds %s, %d more than the %s run.json records: the history of another run, or a changed file", file, Count(read, "records"), read-sent, Count(sent, "requests sent")))
+			short = append(short, fmt.Sprintf("%d records of %d sent", read, sent))
 		}
 	}
 	if cut != nil {
 		why = append(why, fmt.Sprintf("%v: the requests after it are missing, and the checks cannot judge them", cut))
+		short = append(short, "it ends early")
+	}
+	if w := ids.why(file); w != "" {
+		why = append(why, w)
+		short = append(short, fmt.Sprintf("%s of a duplicated id", Count(ids.dups, "records")))
+		if res.Observed == 0 {
+			res.Observed = float64(ids.dups)
+		}
 	}
 	if len(why) > 0 {
 		res.Verdict, res.Explanation = Fail, strings.Join(why, "; ")
 	}
-	return res
+	return res, strings.Join(short, ", ")
 }
 
 // truncatedResult is history-complete for a history checked without its
-// run record: nil when it ended cleanly (cut nil), else a failure quoting
-// the reader's Truncated error, since the history cannot prove anything of
-// the requests after its end.
-func truncatedResult(cut error) *Result {
-	if cut == nil {
-		return nil
+// run record (file): nil when it ended cleanly (cut nil) and held each
+// request id once, else a failure quoting the reader's Truncated error,
+// since the history cannot prove anything of the requests after its end,
+// and naming the first duplicated id; with gap, its short form.
+func truncatedResult(cut error, file string, ids *idTally) (*Result, string) {
+	var why, short []string
+	if cut != nil {
+		why = append(why, fmt.Sprintf("%v: the requests after it are missing (how many, only a run record says), and the checks cannot judge them", cut))
+		short = append(short, "it ends early")
+	}
+	if w := ids.why(file); w != "" {
+		why = append(why, w)
+		short = append(short, fmt.Sprintf("%s of a duplicated id", Count(ids.dups, "records")))
+	}
+	if len(why) == 0 {
+		return nil, ""
 	}
 	return &Result{Name: CheckHistoryComplete, Class: ClassHarness, Verdict: Fail, Bound: 0, Unit: "results not in the history",
-		Explanation: fmt.Sprintf("%v: the requests after it are missing (how many, only a run record says), and the checks cannot judge them", cut)}
+		Observed: float64(ids.dups), Explanation: strings.Join(why, "; ")}, strings.Join(short, ", ")
 }
 
 // delivered is the load delivered over the open-model phases (constant and

@@ -233,6 +233,9 @@ func CheckShards(shards []ShardRun, opts ShardOptions) (*ShardedReport, error) {
 	}
 	placed = merge.Shards()
 	probeKeys := map[string]struct{}{}
+	checked := len(rep.Results) // the merged history's checks
+	var gaps []string
+	dups := false
 	for k, pl := range placed {
 		merged.Shards[k].Records = pl.Records
 		t := timings[k]
@@ -248,6 +251,13 @@ func CheckShards(shards []ShardRun, opts ShardOptions) (*ShardedReport, error) {
 		for key := range t.probeKeys {
 			probeKeys[key] = struct{}{}
 		}
+		if t.gap != "" {
+			gaps = append(gaps, "shard "+pl.Shard.String()+": "+t.gap)
+			dups = dups || t.ids.dups > 0
+		}
+	}
+	if len(gaps) > 0 {
+		unproven(rep.Results[:checked], strings.Join(gaps, "; "), dups)
 	}
 	rep.withoutProbeKeys(len(probeKeys))
 	if opts.KeyScan != nil {
