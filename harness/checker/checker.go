@@ -218,17 +218,16 @@ func collectBoth(d *dataset, p Policy, c clock, uses []limitUse, end int64, ws *
 // (twoHypotheses).
 func finish(hdr history.Header, p Policy, c clock, uses []limitUse, pt, healthy *partial) *Report {
 	rep := &Report{Counts: pt.counts}
-	var at guarded
-	rep.Results, at = ordinaryResults(rep, p, c, uses, pt)
+	rep.Results = ordinaryResults(rep, p, c, uses, pt)
 	if p.SkipHeaderChecks {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("checks.headers is false: %s, %s and %s were not run", CheckRetryAfter, CheckRateLimitFields, CheckHeaderStyle))
 	}
 	rep.Notes = append(rep.Notes, clockNotes(hdr, c, uses)...)
 	limiter := len(rep.Results)
 	rep.Results = append(rep.Results, faultResults(p, p.Faults, pt)...)
-	rep.Notes = append(rep.Notes, stallNotes(rep.Results, at, p, uses, pt)...)
+	rep.Notes = append(rep.Notes, stallNotes(p, pt)...)
 	if hp, ok := healthyPolicy(p); ok && healthy != nil {
-		asHealthy, _ := ordinaryResults(&Report{Counts: healthy.counts}, hp, c, uses, healthy)
+		asHealthy := ordinaryResults(&Report{Counts: healthy.counts}, hp, c, uses, healthy)
 		rep.Notes = append(rep.Notes, twoHypotheses(rep.Results[1:limiter], asHealthy[1:], p.Faults)...)
 	}
 	classify(rep.Results)
@@ -236,26 +235,22 @@ func finish(hdr history.Header, p Policy, c clock, uses []limitUse, pt, healthy 
 }
 
 // ordinaryResults are the status result of rep and the limiter checks'
-// results from pt, in report order, with where the stall guard finds each
-// limit's budget result and each rule's false-rejection result.
-func ordinaryResults(rep *Report, p Policy, c clock, uses []limitUse, pt *partial) ([]Result, guarded) {
+// results from pt, in report order.
+func ordinaryResults(rep *Report, p Policy, c clock, uses []limitUse, pt *partial) []Result {
 	// The status check comes first: when the target refused the traffic
 	// (401, 404) or did not answer, it names the cause the other checks
 	// only suffer from.
 	out := []Result{pt.status.result(rep)}
-	at := guarded{budget: make([]int, len(uses)), rules: make([]int, len(p.Rules))}
 	for k, u := range uses {
-		at.budget[k] = len(out)
 		out = append(out, pt.limits[k].results(u, p, c.known)...)
 	}
 	for ri := range p.Rules {
-		at.rules[ri] = len(out)
 		out = append(out, pt.rules[ri].result(p, int32(ri)))
 	}
 	if !p.SkipHeaderChecks {
 		out = append(out, pt.retry.result(), pt.fields.result(), pt.style.result())
 	}
-	return out, at
+	return out
 }
 
 // narrowing maps a reported decision time onto a request's interval.
@@ -412,9 +407,6 @@ func checkDataset(d *dataset, p Policy, c clock, uses []limitUse, pt *partial, w
 				pt.rules[j].requests++
 				if c := p.Rules[j].Cost; c > 0 {
 					q.cost = c
-				}
-				if !q.faulted {
-					pt.rules[j].judged += q.cost
 				}
 				break
 			}

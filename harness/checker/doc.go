@@ -181,20 +181,16 @@
 // charged for the false-rejection check. They are held to neither
 // failure-mode nor fault-latency, since not every request in a stall met
 // it. A note lists the stalls and the requests they excused (summary.json
-// and junit.xml carry it as every note). The guard's shares are of the
-// requests the declared faults leave judged (the run's requests less those
-// a declared fault or its recovery excuses): when the stalls overlap more
-// than MaxStalledShare of those, or excuse more than MaxStallExcusedShare
-// of them with their recoveries, too little of the run was judged, and a
-// budget or false-rejection pass becomes unknown, the harness's. So does a
-// pass with fewer units left judged under a limit, after every excusal,
-// than MinJudgedCapacities times its capacity, once a stall excused any
-// request. A failure stays one: it was proven on requests no fault or stall
-// excused (stalls.go).
+// and junit.xml carry it as every note), with the share they excused of
+// the requests the declared faults leave judged (the run's requests less
+// those a declared fault or its recovery excuses), as information
+// (stalls.go).
 //
-// No share makes such a pass sound: a single short stall whose recovery
-// covers the only stretch where an over-admission shows excuses it under
-// every threshold. So a run with observed stalls is judged under two
+// No share of the run the stalls excuse makes a pass with them excused
+// sound, and none makes it unsound: a single short stall whose recovery covers the only stretch where an
+// over-admission shows hides it however little it excuses, and a stall
+// that excuses most of the run hides nothing when the limiter held
+// throughout. So a run with observed stalls is judged under two
 // hypotheses: with the stalls excused as above, and with the store taken
 // as healthy throughout (the drill without its observed windows, the
 // declared faults still applied; a second pass over the partitioned
@@ -205,8 +201,8 @@
 // and span) and the stalls, with a note in the report; an unknown stays
 // unknown. The rule holds every limiter check the excusal changes: budget
 // (with queue-delay and boundary-burst-ratio), false-rejections,
-// retry-after, ratelimit-fields and header-style. The guard above is kept:
-// it only turns passes into unknowns, and says why in shares.
+// retry-after, ratelimit-fields and header-style. A pass under both rests
+// on every request the declared faults leave, none excused by a stall.
 //
 // # One verdict pipeline
 //

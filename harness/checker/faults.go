@@ -83,7 +83,7 @@ func applyFaults(d *dataset, p Policy, f *runrecord.Drill, end int64, parts []fa
 	renamed := map[[2]uint32]uint32{} // (key, segment) → new key id
 	for i := range d.reqs {
 		q := &d.reqs[i]
-		declared, stalled, inStall, inFault := false, false, false, false
+		declared, stalled, inFault := false, false, false
 		for wi, w := range f.Windows {
 			to := w.ToNs
 			if to == 0 {
@@ -94,7 +94,6 @@ func applyFaults(d *dataset, p Policy, f *runrecord.Drill, end int64, parts []fa
 			}
 			if w.Observed {
 				stalled = true
-				inStall = inStall || q.sent <= to
 			} else {
 				declared = true
 				inFault = inFault || (q.sent >= w.FromNs && q.sent <= to && !steppedOnly(w))
@@ -116,9 +115,6 @@ func applyFaults(d *dataset, p Policy, f *runrecord.Drill, end int64, parts []fa
 		}
 		if stalled && !declared {
 			st.excused++
-			if inStall {
-				st.overlapped++
-			}
 		}
 		seg := 0
 		for seg < len(restarts) && q.sent >= restarts[seg] {

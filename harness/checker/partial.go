@@ -137,7 +137,6 @@ func (p *partial) merge(o *partial) {
 	}
 	p.stalls.declared += o.stalls.declared
 	p.stalls.excused += o.stalls.excused
-	p.stalls.overlapped += o.stalls.overlapped
 }
 
 // statusPart is the status check's part: the requests judged and, per
@@ -204,16 +203,12 @@ func (l *limitPart) merge(o *limitPart) {
 // rulePart is the false-rejection check's part for one rule.
 type rulePart struct {
 	requests, rejected int
-	// judged is the units of the rule's requests that no declared fault or
-	// observed stall excused.
-	judged            int64
-	proven, ifUnknown exampleList
+	proven, ifUnknown  exampleList
 }
 
 func (r *rulePart) merge(o *rulePart) {
 	r.requests += o.requests
 	r.rejected += o.rejected
-	r.judged += o.judged
 	r.proven.merge(o.proven)
 	r.ifUnknown.merge(o.ifUnknown)
 }

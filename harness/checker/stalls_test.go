@@ -2,6 +2,7 @@ package checker
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -87,8 +88,10 @@ func stallDrill(mode runrecord.FailureMode, fault interval, stalls []interval) *
 // it the budget passes with the stall excused and not with the store
 // taken as healthy, so it is unknown, the harness's: the run cannot tell a
 // failure mode's admission from an over-admission there. An over-admission
-// outside every stall still fails, and stalls that excuse too much of the
-// run leave the verdict unknown.
+// outside every stall still fails; a long stall, or many short ones, is
+// unknown for the same reason as one: their fail-open admissions break the
+// bound with the store taken as healthy, whatever share of the run they
+// excuse.
 func TestObservedStalls(t *testing.T) {
 	fault := interval{3 * time.Second, 3500 * time.Millisecond}
 	one := []interval{{time.Second, 1150 * time.Millisecond}}
@@ -260,10 +263,13 @@ func maskRun(stalls []interval, extra []time.Duration) (*hist, *runrecord.Drill)
 }
 
 // TestStallsMaskNoFailure: stalls that excuse most of what a long declared
-// fault leaves judged make the budget and false-rejection verdicts unknown,
-// never a pass, though they excuse under half of the whole run; a failure
-// proven on requests no fault or stall excused stays one; and a pass on
-// fewer judged units than twice the limit's capacity is unknown too.
+// fault leaves judged do not mask the too-tight claim: the budget, which
+// fails with the store taken as healthy, is unknown, never a pass; a
+// failure proven on requests no fault or stall excused stays one; and a
+// check that passes under both hypotheses passes, however much the stalls
+// excused: false-rejections here, and the budget of a claim no request
+// comes near (burst 200), which judges every request with the store
+// healthy.
 func TestStallsMaskNoFailure(t *testing.T) {
 	three := []interval{ // 0.3 s each; with their recoveries 210 requests
 		{300 * time.Millisecond, 600 * time.Millisecond},
@@ -282,18 +288,20 @@ func TestStallsMaskNoFailure(t *testing.T) {
 	}{
 		{
 			name: "stalls excuse most of what the fault left", spec: "gcra:9/1s,burst=10", stalls: three,
-			budget: Unknown, falseRej: Unknown, note: "excusing 210 requests with their recoveries (70.0%, at most 50%)",
+			budget: Unknown, falseRej: Pass, note: "210 requests of the 300 the declared faults left judged excused",
 		},
 		{
 			name: "over-admission in the judged part", spec: "gcra:9/1s,burst=10", stalls: three,
 			extra:  burst(17500*time.Millisecond, 11),
-			budget: Fail, falseRej: Unknown, note: "excusing 210 requests",
+			budget: Fail, falseRej: Pass, note: "210 requests of the 311 the declared faults left judged excused",
 		},
 		{
 			name: "one stall, a capacity beyond half the judged part", spec: "gcra:10/1s,burst=200", stalls: three[:1],
 			// The limiter's rejections are false under a claimed burst of
-			// 200, proven on judged requests: that failure stays.
-			budget: Unknown, falseRej: Fail, note: "fewer than 2 times its capacity 200",
+			// 200, proven on judged requests: that failure stays. No
+			// request comes near the claimed budget under either
+			// hypothesis: a pass.
+			budget: Pass, falseRej: Fail, note: "70 requests of the 300 the declared faults left judged excused",
 		},
 		{
 			// Enough judged, but the stall's fail-open admissions break the
@@ -381,8 +389,8 @@ func tightRun(stalls, slow []interval) (*hist, *runrecord.Drill) {
 // TestStallTwoHypotheses: with observed stalls the budget and
 // false-rejection checks hold under both hypotheses, the stalls excused
 // and the store taken as healthy. A single early stall whose excusal hides
-// the only stretch where a too-tight claim shows, under every threshold of
-// the stall guard, makes the budget unknown, never a pass; stalls in which
+// the only stretch where a too-tight claim shows makes the budget unknown,
+// never a pass; stalls in which
 // the limiter decided as ever change nothing; a violation outside the
 // stall fails; and fail-open admissions in a stall, with no other
 // violation, are unknown (the harness's) rather than a failure.
@@ -445,10 +453,61 @@ func TestStallTwoHypotheses(t *testing.T) {
 			if on := strings.Contains(note, "with the store taken as healthy"); on != (tc.note != "") {
 				t.Errorf("notes %q: a note on the two hypotheses is %v, want %v", note, on, tc.note != "")
 			}
-			if strings.Contains(note, "too little of the run was judged") || strings.Contains(note, "too few to show") {
-				t.Errorf("notes %q: the stall guard's thresholds were reached; the fixture must stay under them", note)
-			}
 		})
+	}
+}
+
+// TestShortStallExcusingMost is the shape of a drill-redis-slow run: a
+// fail-closed GCRA 10/1s, burst 10 limiter under 60 req/s from four keys
+// over 8 s, a declared fault from 3 s to 5 s with its 2 s recovery, and a
+// 98.8 ms stall the probe saw at 0.53 s, through which the instances' own
+// calls were answered in time and the shared limiter decided as ever, a
+// little late. The stall with its recovery
+// excuses 126 of the 240 requests the declared fault leaves judged
+// (52.5 %); no check finds a violation under either hypothesis, so each
+// passes: the share a stall excuses makes no verdict unknown.
+func TestShortStallExcusingMost(t *testing.T) {
+	const period, tau = 100 * time.Millisecond, 900 * time.Millisecond
+	fault := interval{3 * time.Second, 5 * time.Second}
+	stall := interval{530 * time.Millisecond, 628800 * time.Microsecond}
+	var h hist
+	tat := map[string]time.Duration{}
+	for i, at := 0, time.Duration(0); at < 8*time.Second; i, at = i+1, at+time.Second/60 {
+		key, in := fmt.Sprintf("k%d", i%4), inst(fmt.Sprintf("i%d", i%3))
+		if fault.holds(at) {
+			h.add(key, at, at+51*time.Millisecond, history.Error, in, status(503), retryAfter(1))
+			continue
+		}
+		took := 2 * time.Millisecond
+		if stall.holds(at) {
+			took = 40 * time.Millisecond
+		}
+		if t := max(tat[key], at); t-at <= tau {
+			tat[key] = t + period
+			h.add(key, at, at+took, history.Admitted, in)
+		} else {
+			h.add(key, at, at+took, history.Rejected, in, retryAfter(int((t-tau-at+time.Second-1)/time.Second)))
+		}
+	}
+	d := &runrecord.Drill{
+		Mode: runrecord.FailClosed, Instances: 3, Timeout: 50 * time.Millisecond, Slack: 250 * time.Millisecond, Recovery: 2 * time.Second,
+		Windows: []runrecord.FaultWindow{
+			{Kind: "redis_latency", FromNs: int64(fault.from), ToNs: int64(fault.to), Unavailable: true},
+			{Kind: runrecord.KindStoreStall, FromNs: int64(stall.from), ToNs: int64(stall.to), Unavailable: true, Observed: true},
+		},
+	}
+	rep := h.checkFaults(t, "gcra:10/1s,burst=10", d)
+	for _, r := range rep.Results {
+		if r.Verdict != Pass {
+			t.Errorf("%s %s = %s, %s (%s), want pass", r.Name, r.Scope, r.Verdict, r.Class, r.Explanation)
+		}
+	}
+	note := strings.Join(rep.Notes, "\n")
+	if want := "the store stalled beyond the store timeout 50ms 1 time (total 98.8 ms, 126 requests of the 240 the declared faults left judged excused)"; !strings.Contains(note, want) {
+		t.Errorf("notes %q lack %q", note, want)
+	}
+	if strings.Contains(note, "rerun on a quieter machine") {
+		t.Errorf("notes %q: a run that passes under both hypotheses needs no rerun", note)
 	}
 }
 
