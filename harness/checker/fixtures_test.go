@@ -104,6 +104,47 @@ func TestSlidingCounterFixedWindowBurstFails(t *testing.T) {
 	}
 }
 
+// A burst whose requests all overlap (each answered after every other was
+// sent) is bounded as a set: the one decided last saw the others charged.
+// Ten admitted at 900–909 ms, then ten sent together at 1100–1109 ms and
+// answered at 1112–1113 ms: a counter admits two at most (the previous 10
+// weigh floor(8.87) = 8 by 1113 ms), so ten is a violation, two is not.
+func TestSlidingCounterConcurrentBurst(t *testing.T) {
+	tests := []struct {
+		name     string
+		admitted int // of the concurrent ten
+		want     Verdict
+		observed float64
+	}{
+		{"a fixed window admits ten", 10, Fail, 20},
+		{"three admitted", 3, Fail, 13},
+		{"two, the weight rounded down", 2, Pass, 0},
+		{"one, the exact estimate", 1, Pass, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var h hist
+			for i := range 10 {
+				h.add("k", ms(900+float64(i)), ms(900.5+float64(i)), adm)
+			}
+			for i := range 10 {
+				out := rej
+				if i < tt.admitted {
+					out = adm
+				}
+				h.add("k", ms(1100+float64(i)), ms(1112+0.1*float64(i)), out, retryAfter(1))
+			}
+			res := result(t, h.check(t, "sliding_window_counter:10/1s"), CheckBudget)
+			if res.Verdict != tt.want {
+				t.Fatalf("budget = %s, want %s: %s", res.Verdict, tt.want, res.Explanation)
+			}
+			if tt.want == Fail && (res.Observed != tt.observed || res.Bound != 12) {
+				t.Errorf("observed %v of bound %v, want %v of 12: %s", res.Observed, res.Bound, tt.observed, res.Explanation)
+			}
+		})
+	}
+}
+
 // The counter's false rejections and waits use the previous window: a
 // rejection that the estimate allows at every possible time is false, one
 // it forbids at some time is not; a Retry-After shorter than the estimate

@@ -183,6 +183,10 @@ func (m *slidingCounterModel) budget(c *limitCheck, g []int32, withUnknown bool)
 			best, bestI, bestK = f, i, fk
 		}
 	})
+	if f := m.concurrentBudget(c, A); f.found && (!best.found || f.worse(best)) {
+		f.group, f.unknowns = g, withUnknown
+		return f
+	}
 	if !best.found {
 		return finding{}
 	}
@@ -193,6 +197,82 @@ func (m *slidingCounterModel) budget(c *limitCheck, g []int32, withUnknown bool)
 		best.from = min(best.from, reqs[j].sent)
 	}
 	best.group, best.unknowns = g, withUnknown
+	return best
+}
+
+// concurrentBudget bounds the admissions A (surely charged) decided
+// together: budget's sweep counts, for each admission, only those received
+// before it was sent, so a burst whose requests all overlap, each answered
+// after the others were sent, escapes it. Of the admissions surely decided
+// in window k and received by t, the one decided last saw every other one
+// charged, and every admission surely decided in window k − 1 charged too,
+// at an elapsed time e no later than t's into the window: admitting it
+// needs floor(prev·(W − e)/W) + n <= L, so n units with
+// floor(prev·(W − E)/W) + n > L, E the latest elapsed time t allows, break
+// the counter's bound however it rounds (prev and n are the costs).
+// Admissions whose decision may lie in two windows are left out of both,
+// which only lowers the estimate. It returns the worst prefix by received
+// time over every window, with its members.
+func (m *slidingCounterModel) concurrentBudget(c *limitCheck, A []int32) finding {
+	reqs, unc, W := c.r.d.reqs, c.r.unc, m.W
+	type sure struct {
+		i int32
+		k int64
+	}
+	var in []sure
+	for _, i := range A {
+		q := &reqs[i]
+		if k := m.windowOf(c, q.sent, -unc); k == m.windowOf(c, q.recv, unc) {
+			in = append(in, sure{i, k})
+		}
+	}
+	slices.SortFunc(in, func(a, b sure) int {
+		if a.k != b.k {
+			return cmpInt(a.k, b.k)
+		}
+		return cmpInt(reqs[a.i].recv, reqs[b.i].recv)
+	})
+	var best finding
+	var prev int64
+	for lo := 0; lo < len(in); {
+		k := in[lo].k
+		hi := lo
+		for hi < len(in) && in[hi].k == k {
+			hi++
+		}
+		prev = 0
+		for j := lo - 1; j >= 0 && in[j].k == k-1; j-- {
+			prev = satAdd(prev, reqs[in[j].i].cost)
+		}
+		var n int64
+		for j := lo; j < hi; j++ {
+			q := &reqs[in[j].i]
+			n = satAdd(n, q.cost)
+			eHi := min(max(c.r.base+q.recv+c.r.off+unc-k*W, 0), W)
+			fl, _ := mulDiv(prev, W-eHi, W)
+			f := finding{found: true, observed: satAdd(prev, n), bound: float64(m.L) + c.tol + float64(prev-fl), over: float64(satAdd(fl, n)) > float64(m.L)+c.tol}
+			if f.worse(best) {
+				best = f
+				best.from, best.to = q.sent, q.recv
+				best.members = best.members[:0:0]
+				for p := lo - 1; p >= 0 && in[p].k == k-1; p-- {
+					best.members = append(best.members, in[p].i)
+				}
+				for p := lo; p <= j; p++ {
+					best.members = append(best.members, in[p].i)
+				}
+			}
+		}
+		lo = hi
+	}
+	if !best.found || !best.over {
+		return finding{}
+	}
+	slices.SortFunc(best.members, func(a, b int32) int { return cmpInt(reqs[a].sent, reqs[b].sent) })
+	for _, j := range best.members {
+		best.from = min(best.from, reqs[j].sent)
+		best.to = max(best.to, reqs[j].recv)
+	}
 	return best
 }
 
