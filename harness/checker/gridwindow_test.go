@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -322,7 +323,7 @@ func TestPropertyGridWindowsPass(t *testing.T) {
 			reqs = append(reqs, req{at, at + rng.Float64()*lat, at + lat})
 		}
 		byDecision := slices.Clone(reqs)
-		slices.SortFunc(byDecision, func(a, b req) int { return cmpFloat(a.d, b.d) })
+		slices.SortFunc(byDecision, func(a, b req) int { return cmp.Compare(a.d, b.d) })
 		admitted, wait := map[float64]bool{}, map[float64]float64{}
 		for _, r := range byDecision {
 			switch {
@@ -365,16 +366,6 @@ func TestPropertyGridWindowsPass(t *testing.T) {
 	if caught == 0 {
 		t.Errorf("no seed of 20 caught restarting windows claimed on the grid")
 	}
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // BenchmarkCheckGridWindows checks 200,000 records of 1000 keys, each

@@ -26,20 +26,24 @@ func stallNotes(p Policy, pt *partial) []string {
 	if f == nil {
 		return nil
 	}
-	var spans []string
-	var total int64
-	for _, w := range f.Windows {
-		if !w.Observed {
-			continue
-		}
-		spans = append(spans, fmt.Sprintf("%s–%s s", seconds(w.FromNs), seconds(w.ToNs)))
-		total += w.ToNs - w.FromNs
-	}
+	spans, total := stallSpans(f)
 	if len(spans) == 0 {
 		return nil
 	}
 	return []string{fmt.Sprintf("the store stalled beyond the store timeout %v %s (total %s ms, %s of the %d the declared faults left judged excused) outside the declared faults: at %s; the budget and false-rejection checks leave the requests they overlapped or the recovery %v after them aside, as they do a fault's, and no failure-mode or fault-latency check is held to them",
 		f.Timeout, Count(len(spans), "times"), wholeMs(total), Count(st.excused, "requests"), pt.counts.Records-st.declared, strings.Join(spans, ", "), f.Recovery)}
+}
+
+// stallSpans lists f's observed store stalls as "a–b s", and their total
+// length, ns.
+func stallSpans(f *runrecord.Drill) (spans []string, total int64) {
+	for _, w := range f.Windows {
+		if w.Observed {
+			spans = append(spans, fmt.Sprintf("%s–%s s", seconds(w.FromNs), seconds(w.ToNs)))
+			total += w.ToNs - w.FromNs
+		}
+	}
+	return spans, total
 }
 
 // healthyPolicy is p with the store taken as healthy throughout: its
@@ -77,12 +81,7 @@ func healthyPolicy(p Policy) (hp Policy, ok bool) {
 //
 // It returns a note naming the checks it made unknown, nil when none.
 func twoHypotheses(results, asHealthy []Result, f *runrecord.Drill) []string {
-	var spans []string
-	for _, w := range f.Windows {
-		if w.Observed {
-			spans = append(spans, fmt.Sprintf("%s–%s s", seconds(w.FromNs), seconds(w.ToNs)))
-		}
-	}
+	spans, _ := stallSpans(f)
 	var changed []string
 	for i := range results {
 		r, h := &results[i], asHealthy[i]
