@@ -142,17 +142,37 @@ const (
 // limiter may forget it and anchor a new grid at its next request
 // (go-limiter's SweepMinTTL); 0 means the limiter never forgets a key.
 //
+// LeaseTokens and LeaseFor, for GCRA and TokenBucket only, let a store
+// that supports leases (see package limiter/lease) grant up to LeaseTokens
+// units at once to one instance, to spend locally for LeaseFor after the
+// request that took them was sent; zero means no lease. A lease keeps the
+// shared budget exact but holds up to LeaseTokens + LeaseFor·rate units of
+// burst that other instances cannot use meanwhile (see LeaseN). The lease
+// is part of the policy, not of its state: ID and StateID leave it out.
+//
 // Name identifies the policy in storage keys and in the RateLimit-Policy
 // header; when empty, ID derives one from the parameters. Limit is a
 // comparable value, safe to copy and to use as a map key.
 type Limit struct {
-	Name      string
-	Algorithm Algorithm
-	Rate      float64
-	Period    time.Duration
-	Burst     int64
-	Start     WindowStart
-	Idle      time.Duration
+	Name        string
+	Algorithm   Algorithm
+	Rate        float64
+	Period      time.Duration
+	Burst       int64
+	Start       WindowStart
+	Idle        time.Duration
+	LeaseTokens int64
+	LeaseFor    time.Duration
+}
+
+// Leased reports whether l declares a lease.
+func (l Limit) Leased() bool { return l.LeaseTokens != 0 || l.LeaseFor != 0 }
+
+// WithoutLease is l with its lease removed: the same budget, decided on the
+// store for every request.
+func (l Limit) WithoutLease() Limit {
+	l.LeaseTokens, l.LeaseFor = 0, 0
+	return l
 }
 
 // PerSecond returns a token bucket of rate units per second and the given burst.
@@ -246,7 +266,7 @@ func (l Limit) Validate() error {
 		if l.Algorithm == SlidingWindowCounter && float64(l.PeriodMicros())*l.Rate > maxSpanMicros {
 			return bad("rate", "limit %v times window %v overflows exact arithmetic; shorten the window or lower the limit", l.Rate, l.Period)
 		}
-		return nil
+		return l.validateLease(bad)
 	}
 	interval := float64(l.PeriodMicros()) / l.Rate
 	if interval < 1 {
@@ -260,6 +280,29 @@ func (l Limit) Validate() error {
 	}
 	if math.Ceil(interval)*float64(l.Burst+1) > maxSpanMicros {
 		return bad("rate", "%v per %v with burst %d overflows: refilling the bucket would take over 146,000 years", l.Rate, l.Period, l.Burst)
+	}
+	return l.validateLease(bad)
+}
+
+// validateLease checks the lease option of a valid bucket limit: tokens at
+// least 1, a duration of at least MinPeriod, and both held together
+// (tokens plus the refill the duration brings) within the burst, so that a
+// grant fits in a bucket that was full.
+func (l Limit) validateLease(bad func(field, format string, args ...any) error) error {
+	if !l.Leased() {
+		return nil
+	}
+	switch {
+	case l.Algorithm != GCRA && l.Algorithm != TokenBucket:
+		return bad("lease", "applies to gcra and token_bucket only, not %s; remove lease=%d/%v or use gcra", l.Algorithm, l.LeaseTokens, l.LeaseFor)
+	case l.LeaseTokens < 1:
+		return bad("lease", "%d tokens: a lease holds at least 1; write lease=N/DURATION, as in lease=10/900ms", l.LeaseTokens)
+	case l.LeaseFor < MinPeriod:
+		return bad("lease", "%v is shorter than the minimum %v; write lease=N/DURATION, as in lease=10/900ms", l.LeaseFor, MinPeriod)
+	}
+	t := math.Ceil(float64(l.PeriodMicros()) / l.Rate)
+	if float64(l.LeaseFor/time.Microsecond)+float64(l.LeaseTokens)*t > float64(l.Burst)*t {
+		return bad("lease", "%d tokens for %v hold more than the burst %d (the tokens plus the %v of refill the duration brings); shorten the lease or lower its tokens", l.LeaseTokens, l.LeaseFor, l.Burst, l.LeaseFor.Seconds()*l.Rate/l.Period.Seconds())
 	}
 	return nil
 }
@@ -368,6 +411,9 @@ func (l Limit) Spec() string {
 	if l.Idle != 0 {
 		spec += ",idle=" + compactDuration(l.Idle)
 	}
+	if l.Leased() {
+		spec += fmt.Sprintf(",lease=%d/%s", l.LeaseTokens, compactDuration(l.LeaseFor))
+	}
 	if l.Name != "" {
 		spec += ",name=" + l.Name
 	}
@@ -375,14 +421,16 @@ func (l Limit) Spec() string {
 }
 
 // ParseLimit parses the compact form used on command lines and in scenario
-// files: "ALGORITHM:RATE/PERIOD[,burst=N][,start=first|first-grid][,idle=DUR][,name=NAME]",
+// files: "ALGORITHM:RATE/PERIOD[,burst=N][,start=first|first-grid][,idle=DUR][,lease=N/DUR][,name=NAME]",
 // for example "token_bucket:10/1s,burst=20", "gcra:600/1m,burst=100",
 // "fixed_window:100/1m", "fixed_window:10/5s,start=first" (windows from
 // each key's first request, which only other limiters enforce; start=aligned
 // is the default) or "fixed_window:10/5s,start=first-grid,idle=12h" (windows
 // on the grid the key's first request anchors, the key forgotten after 12 h
-// unused). The algorithm may be omitted (token bucket). The result
-// is validated.
+// unused). "gcra:1000/1s,burst=1000,lease=10/900ms" lets an instance take
+// up to 10 units at once and spend them locally for 900 ms (gcra and
+// token_bucket only). The algorithm may be omitted (token bucket). The
+// result is validated.
 func ParseLimit(s string) (Limit, error) {
 	var l Limit
 	spec := strings.TrimSpace(s)
@@ -428,8 +476,12 @@ func ParseLimit(s string) (Limit, error) {
 			if l.Idle, err = time.ParseDuration(val); err != nil || l.Idle <= 0 {
 				return Limit{}, fmt.Errorf("%w: idle %q in %q: want a positive duration such as 12h, after which the limiter may forget an unused key", ErrInvalidLimit, val, s)
 			}
+		case "lease":
+			if l.LeaseTokens, l.LeaseFor, err = parseLease(val); err != nil {
+				return Limit{}, fmt.Errorf("%w: lease %q in %q: want TOKENS/DURATION, as in lease=10/900ms (%v)", ErrInvalidLimit, val, s, err)
+			}
 		default:
-			return Limit{}, fmt.Errorf("%w: unknown option %q in %q; valid options are burst, start, idle and name", ErrInvalidLimit, key, s)
+			return Limit{}, fmt.Errorf("%w: unknown option %q in %q; valid options are burst, start, idle, lease and name", ErrInvalidLimit, key, s)
 		}
 	}
 	// Defaults only from values that fit; Validate reports the others.
@@ -442,6 +494,24 @@ func ParseLimit(s string) (Limit, error) {
 		l.Burst = int64(math.Max(1, math.Ceil(l.Rate)))
 	}
 	return l, l.Validate()
+}
+
+// parseLease reads a lease's "TOKENS/DURATION": a whole number of tokens
+// and a Go duration, both positive.
+func parseLease(s string) (int64, time.Duration, error) {
+	n, d, ok := strings.Cut(s, "/")
+	if !ok {
+		return 0, 0, errors.New("no slash")
+	}
+	tokens, err := strconv.ParseInt(n, 10, 64)
+	if err != nil || tokens < 1 {
+		return 0, 0, fmt.Errorf("tokens %q is not a whole number of at least 1", n)
+	}
+	dur, err := time.ParseDuration(d)
+	if err != nil || dur <= 0 {
+		return 0, 0, fmt.Errorf("duration %q is not a positive Go duration", d)
+	}
+	return tokens, dur, nil
 }
 
 // MarshalText formats l as Spec does, so that l reads back with

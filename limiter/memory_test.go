@@ -18,6 +18,12 @@ func TestMemoryStoreConformance(t *testing.T) {
 	})
 }
 
+func TestMemoryStoreLease(t *testing.T) {
+	limitertest.RunLease(t, func(t *testing.T, clock func() time.Time) limiter.Limiter {
+		return limiter.NewMemoryStore(limiter.WithClock(clock))
+	})
+}
+
 func TestMemoryStoreConcurrency(t *testing.T) {
 	limitertest.RunConcurrency(t, func(t *testing.T, clock func() time.Time) []limiter.Limiter {
 		s := limiter.NewMemoryStore(limiter.WithClock(clock))

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlbench/rlbench/limiter"
+	"github.com/rlbench/rlbench/limiter/lease"
 	"github.com/rlbench/rlbench/limiter/redisstore"
 	"github.com/rlbench/rlbench/limiter/resilience"
 )
@@ -88,11 +89,14 @@ func Resilient(store limiter.Limiter, cfg Config, logger *slog.Logger) (*resilie
 }
 
 // openStore opens the store cfg.Store names: the Redis store on the probe's
-// client, or a MemoryStore.
+// client, under package lease for the limits that declare a lease, or a
+// MemoryStore.
 func openStore(ctx context.Context, cfg Config, probe *storeProbe) (limiter.Limiter, func() error, error) {
 	switch cfg.Store {
 	case StoreRedis:
-		return redisstore.New(probe.client), func() error { return nil }, nil // the probe closes the client
+		// Limits that declare a lease are decided from local leases; the
+		// others go to Redis on every request, as without the wrapper.
+		return lease.New(redisstore.New(probe.client)), func() error { return nil }, nil // the probe closes the client
 	case StoreMemory:
 		var opts []limiter.MemoryOption // by default the monotonic clock, immune to a stepped system clock
 		if cfg.ClockOffset != 0 {

@@ -71,7 +71,7 @@ func TestShipped(t *testing.T) {
 	}
 	want := []string{"bearer-post", "boundary-burst", "concurrency", "cost-weighted",
 		"drill-clock-skew", "drill-clock-step", "drill-instance-kill", "drill-redis-failover", "drill-redis-kill-closed", "drill-redis-kill-fallback", "drill-redis-kill-open", "drill-redis-pause", "drill-redis-slow", "drill-replica-clock",
-		"hot-key", "ipv6-prefix", "multi-instance-budget", "overhead", "plans", "quickstart", "retry-after", "tiers"}
+		"hot-key", "ipv6-prefix", "lease-budget", "multi-instance-budget", "overhead", "plans", "quickstart", "retry-after", "tiers"}
 	var got []string
 	for _, in := range infos {
 		got = append(got, in.Name)

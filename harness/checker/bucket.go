@@ -194,9 +194,9 @@ func (b *bucketModel) room(c *limitCheck, g []int32, withUnknown bool) {
 					used = satAdd(used, reqs[P[pj]].cost)
 				}
 				left := B - min(used, B+maxCapacity) // for an admission, after its own charge
-				c.setRemainingLo(i, left)
+				b.setRemainingLo(c, i, left)
 				if q.outcome == history.Rejected {
-					if float64(left) < float64(q.cost)+c.tol {
+					if float64(left) < float64(q.cost)+b.holdUnits()+c.tol {
 						c.markJustified(i, withUnknown)
 					}
 					c.setWaits(i, 0, math.MaxInt64)
@@ -224,10 +224,11 @@ func (b *bucketModel) room(c *limitCheck, g []int32, withUnknown bool) {
 				}
 				x := q.sent - res
 				roomT := B*T + x - sc.tree.maxPrefix(indexOf(vals, x))
-				c.setRemainingLo(i, floorDiv(roomT, T)) // for an admission, after its own charge
+				b.setRemainingLo(c, i, floorDiv(roomT, T)) // for an admission, after its own charge
 				if q.outcome == history.Admitted {
 					continue
 				}
+				roomT -= b.holdT(T)
 				if roomT < q.cost*T+tolT {
 					c.markJustified(i, withUnknown)
 				}
@@ -235,6 +236,38 @@ func (b *bucketModel) room(c *limitCheck, g []int32, withUnknown bool) {
 			}
 		}
 	}
+}
+
+// holdT is, scaled by T (ns per unit, at least the limiter's interval),
+// how much less room a limit's lease may leave than the ideal limiter: the
+// units of one lease and the refill its charge at the lease's end defers,
+// LeaseTokens·T + LeaseFor (limiter/lease.go proves that one lease's worth
+// bounds it, whatever the number of instances). 0 without a lease.
+func (b *bucketModel) holdT(T int64) int64 {
+	if !b.lim.leased() {
+		return 0
+	}
+	return satAdd(b.lim.LeaseTokens*T, int64(b.lim.LeaseFor))
+}
+
+// holdUnits is holdT in units: LeaseTokens + LeaseFor·rate.
+func (b *bucketModel) holdUnits() float64 {
+	if !b.lim.leased() {
+		return 0
+	}
+	return float64(b.lim.LeaseTokens) + math.Ceil(float64(b.lim.LeaseFor)*b.lim.Rate/float64(b.lim.Period))
+}
+
+// setRemainingLo records the remaining budget's lower bound left, or none
+// under a lease: a decision taken from a lease knows for sure only its own
+// unspent units and the part of the deferred refill the rest of the lease
+// cannot take back, while other instances may have taken, unseen, all the
+// rest of the burst (doc.go, "Leases").
+func (b *bucketModel) setRemainingLo(c *limitCheck, i int32, left int64) {
+	if b.lim.leased() {
+		left = math.MinInt64
+	}
+	c.setRemainingLo(i, left)
 }
 
 // certain (tokens: wait lower bound, remaining upper bound): only requests

@@ -127,6 +127,32 @@
 // bound is checked only for rules of one limit, whose reset the response
 // reports.
 //
+// # Leases
+//
+// A token bucket or GCRA declaring a lease ("gcra:1000/1s,burst=1000,lease=10/900ms",
+// Limit.LeaseTokens n and LeaseFor L) lets an instance take up to n units
+// from the shared budget at once and spend them locally for L; the store
+// charges them as if spent at the lease's end and grants one only when its
+// state after the grant depends on that lease alone (limiter/lease.go). The
+// budget's bound is unchanged and exact (max_excess 0 still holds). What
+// changes is what a decision can see, and only the room model is widened:
+//
+//	field                            widening                                         why
+//	false rejections,                the room less the hold, n + L·rate units         a lease's units sit unspent on one
+//	Retry-After upper bound          (n·T + L scaled by T)                            instance and its deferred refill is
+//	                                                                                  lost to the others: the store's room
+//	                                                                                  is at most that short of the ideal's
+//	remaining budget, lower bound    none                                             a decision from a lease knows only its
+//	                                                                                  own unspent units and the refill the
+//	                                                                                  rest of the lease cannot take back;
+//	                                                                                  others may have taken the rest unseen
+//
+// The hold is one lease's, whatever the number of instances: a grant needs
+// the stored TAT at most t0 + L, so no unspent units of older leases add up.
+// The wait's lower bound, the remaining budget's upper bound and the
+// reset's bounds are unchanged: a lease only ever makes the store see less
+// budget than the ideal limiter, never more.
+//
 // # Keys that may not be fresh
 //
 // A run whose keys are the same in every run (fixed names, keys from a

@@ -102,17 +102,29 @@ const (
 // set, is the policy's name (in the RateLimit-Policy header, say); it makes
 // two limits of equal parameters distinct budgets.
 //
+// LeaseTokens and LeaseFor, for the token bucket and the GCRA only, declare
+// a lease ("lease=10/900ms"): an instance may take up to LeaseTokens units
+// from the shared budget at once and spend them locally for LeaseFor. The
+// budget is unchanged; the false-rejection test and the wait's upper bound
+// allow for the units a lease holds (hold), and the remaining budget's lower
+// bound for what a lease's holder cannot see (doc.go, "Leases").
+//
 // Limit is a comparable value, safe to copy and to use as a map key. Build
 // one with ParseLimit, or fill the fields and let Check validate them.
 type Limit struct {
-	Name      string
-	Algorithm Algorithm
-	Rate      float64
-	Period    time.Duration
-	Burst     int64
-	Start     WindowStart
-	Idle      time.Duration
+	Name        string
+	Algorithm   Algorithm
+	Rate        float64
+	Period      time.Duration
+	Burst       int64
+	Start       WindowStart
+	Idle        time.Duration
+	LeaseTokens int64
+	LeaseFor    time.Duration
 }
+
+// leased reports whether l declares a lease.
+func (l Limit) leased() bool { return l.LeaseTokens != 0 || l.LeaseFor != 0 }
 
 // Capacity is the most units the limit admits at once: Burst for a bucket,
 // Rate for a window.
@@ -211,7 +223,7 @@ func (l Limit) Validate() error {
 		case l.Algorithm == SlidingWindowCounter && float64(l.periodMicros())*l.Rate > maxSpanMicros:
 			return bad("rate", "limit %v times window %v is beyond the longest span a policy may have", l.Rate, l.Period)
 		}
-		return nil
+		return l.validateLease(bad)
 	}
 	interval := float64(l.periodMicros()) / l.Rate // µs per unit
 	switch {
@@ -223,6 +235,29 @@ func (l Limit) Validate() error {
 		return bad("burst", "%d exceeds the maximum %d", l.Burst, int64(maxCapacity))
 	case math.Ceil(interval)*float64(l.Burst+1) > maxSpanMicros:
 		return bad("rate", "%v per %v with burst %d would take over 146,000 years to refill", l.Rate, l.Period, l.Burst)
+	}
+	return l.validateLease(bad)
+}
+
+// validateLease checks a valid limit's lease: for a token bucket or a GCRA
+// only, at least 1 token for at least minPeriod, the tokens and the refill
+// over the duration (at the emission interval rounded up to whole µs)
+// within the burst.
+func (l Limit) validateLease(bad func(field, format string, args ...any) error) error {
+	if !l.leased() {
+		return nil
+	}
+	switch {
+	case l.Algorithm != GCRA && l.Algorithm != TokenBucket:
+		return bad("lease", "applies to gcra and token_bucket only, not %s; remove lease=%d/%v or use gcra", l.Algorithm, l.LeaseTokens, l.LeaseFor)
+	case l.LeaseTokens < 1:
+		return bad("lease", "%d tokens: a lease holds at least 1", l.LeaseTokens)
+	case l.LeaseFor < minPeriod:
+		return bad("lease", "%v is shorter than the minimum %v", l.LeaseFor, minPeriod)
+	}
+	t := math.Ceil(float64(l.periodMicros()) / l.Rate)
+	if float64(l.LeaseFor/time.Microsecond)+float64(l.LeaseTokens)*t > float64(l.Burst)*t {
+		return bad("lease", "%d tokens for %v hold more than the burst %d", l.LeaseTokens, l.LeaseFor, l.Burst)
 	}
 	return nil
 }
@@ -245,13 +280,15 @@ func algorithmNames() string {
 }
 
 // ParseLimit parses a limit in the policy syntax
-// "[ALGORITHM:]RATE/PERIOD[,burst=N][,start=first|first-grid][,idle=DUR][,name=NAME]":
+// "[ALGORITHM:]RATE/PERIOD[,burst=N][,start=first|first-grid][,idle=DUR][,lease=N/DUR][,name=NAME]":
 // "gcra:20/1s,burst=10", "token_bucket:10/1s,burst=20",
 // "fixed_window:100/1m", "fixed_window:10/5s,start=first" (windows from
 // each key's first request; start=aligned is the default),
 // "fixed_window:10/5s,start=first-grid,idle=12h" (windows on the grid the
 // key's first request anchors, a key unused for 12 h forgotten),
-// "sliding_window_log:12/30d,name=month". Without an algorithm the limit is
+// "sliding_window_log:12/30d,name=month",
+// "gcra:1000/1s,burst=1000,lease=10/900ms" (an instance may take 10 units
+// at once and spend them locally for 900 ms). Without an algorithm the limit is
 // a token bucket. PERIOD is a Go duration (500ms, 1m, 1h30m), a number of
 // days (30d, 1.5d), or a unit alone (s, m or min, h, d) meaning one of it.
 // Without burst a window's burst is its rate and a bucket's is its rate
@@ -275,7 +312,7 @@ func ParseLimit(s string) (Limit, error) {
 	if l.Period, err = parsePeriod(strings.TrimSpace(period)); err != nil {
 		return Limit{}, fmt.Errorf("%w: period %q in %q: want a duration such as 1s, 1m, 24h or 30d (%v)", ErrInvalidPolicy, period, s, err)
 	}
-	var hasBurst, hasName, hasStart, hasIdle bool
+	var hasBurst, hasName, hasStart, hasIdle, hasLease bool
 	for _, opt := range parts[1:] {
 		key, val, _ := strings.Cut(strings.TrimSpace(opt), "=")
 		switch {
@@ -306,10 +343,19 @@ func ParseLimit(s string) (Limit, error) {
 			}
 		case key == "name" && !hasName:
 			hasName, l.Name = true, val
-		case key == "burst" || key == "name" || key == "start" || key == "idle":
+		case key == "lease" && !hasLease:
+			hasLease = true
+			n, d, ok := strings.Cut(val, "/")
+			tokens, nerr := strconv.ParseInt(n, 10, 64)
+			dur, derr := time.ParseDuration(d)
+			if !ok || nerr != nil || tokens < 1 || derr != nil || dur <= 0 {
+				return Limit{}, fmt.Errorf("%w: lease %q in %q: want TOKENS/DURATION, a whole number of at least 1 and a positive Go duration, as in lease=10/900ms", ErrInvalidPolicy, val, s)
+			}
+			l.LeaseTokens, l.LeaseFor = tokens, dur
+		case key == "burst" || key == "name" || key == "start" || key == "idle" || key == "lease":
 			return Limit{}, fmt.Errorf("%w: option %q is given twice in %q", ErrInvalidPolicy, key, s)
 		default:
-			return Limit{}, fmt.Errorf("%w: unknown option %q in %q; valid options are burst, start, idle and name", ErrInvalidPolicy, key, s)
+			return Limit{}, fmt.Errorf("%w: unknown option %q in %q; valid options are burst, start, idle, lease and name", ErrInvalidPolicy, key, s)
 		}
 	}
 	// The default burst, only from a rate that can be one; Validate reports

@@ -34,7 +34,7 @@ func sameMeaning(t *testing.T, spec string) (accepted bool) {
 		}
 		return false
 	}
-	want := Limit{Name: ref.Name, Algorithm: Algorithm(ref.Algorithm), Rate: ref.Rate, Period: ref.Period, Burst: ref.Burst, Start: WindowStart(ref.Start), Idle: ref.Idle}
+	want := Limit{Name: ref.Name, Algorithm: Algorithm(ref.Algorithm), Rate: ref.Rate, Period: ref.Period, Burst: ref.Burst, Start: WindowStart(ref.Start), Idle: ref.Idle, LeaseTokens: ref.LeaseTokens, LeaseFor: ref.LeaseFor}
 	if got != want {
 		t.Fatalf("ParseLimit(%q) = %+v, the limiter reads %+v", spec, got, want)
 	}
@@ -228,6 +228,18 @@ var parseCases = []struct {
 	{"fixed_window:10.5/1s", nil},
 	{"fixed_window:10/1s,burst=5", nil},
 	{"sliding_window_log:0/1m", nil},
+	// Leases: buckets only, within the burst.
+	{"gcra:1000/1s,burst=1000,lease=10/900ms", &Limit{Algorithm: GCRA, Rate: 1000, Period: time.Second, Burst: 1000, LeaseTokens: 10, LeaseFor: 900 * time.Millisecond}},
+	{"token_bucket:100/1s,burst=50,lease=5/200ms", &Limit{Algorithm: TokenBucket, Rate: 100, Period: time.Second, Burst: 50, LeaseTokens: 5, LeaseFor: 200 * time.Millisecond}},
+	{"gcra:1000/1s,burst=1000,lease=10/990ms", &Limit{Algorithm: GCRA, Rate: 1000, Period: time.Second, Burst: 1000, LeaseTokens: 10, LeaseFor: 990 * time.Millisecond}},
+	{"gcra:1000/1s,burst=1000,lease=11/990ms", nil},
+	{"gcra:10/1s,lease=2", nil},
+	{"gcra:10/1s,lease=0/100ms", nil},
+	{"gcra:10/1s,lease=2/0s", nil},
+	{"gcra:10/1s,lease=2/500us", nil},
+	{"gcra:10/1s,burst=10,lease=2/100ms,lease=2/100ms", nil},
+	{"leaky_bucket:10/1s,lease=2/100ms", nil},
+	{"fixed_window:10/1s,lease=2/100ms", nil},
 }
 
 func TestParseLimitEdges(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rlbench/rlbench/limiter"
 	"github.com/rlbench/rlbench/limiter/httplimit"
+	"github.com/rlbench/rlbench/limiter/lease"
 	"github.com/rlbench/rlbench/limiter/redisstore"
 	"github.com/rlbench/rlbench/limiter/redistest"
 	"github.com/rlbench/rlbench/limiter/resilience"
@@ -56,9 +57,14 @@ func keyAuth(r *http.Request) (httplimit.Identity, error) {
 // newBenchMiddleware is the middleware as the sample API runs it: the
 // route's limit, authentication, IETF headers and metrics.
 func newBenchMiddleware(tb testing.TB, lim limiter.Limiter, pattern string) *httplimit.Middleware {
+	return newBenchMiddlewareOf(tb, lim, pattern, benchLimit)
+}
+
+// newBenchMiddlewareOf is newBenchMiddleware under the limit l.
+func newBenchMiddlewareOf(tb testing.TB, lim limiter.Limiter, pattern string, l limiter.Limit) *httplimit.Middleware {
 	tb.Helper()
 	m, err := httplimit.New(lim,
-		httplimit.WithRoutes(httplimit.Route{Pattern: pattern, Name: "bench", Limits: []limiter.Limit{benchLimit}}),
+		httplimit.WithRoutes(httplimit.Route{Pattern: pattern, Name: "bench", Limits: []limiter.Limit{l}}),
 		httplimit.WithAuthenticator(keyAuth),
 		httplimit.WithMetrics(prometheus.NewRegistry()),
 	)
@@ -155,16 +161,22 @@ func redisRateHandler(rr *redis_rate.Limiter, next http.Handler) http.Handler {
 // with the Redis store adds to a request, against go-redis/redis_rate in
 // front of the same handler, on one HTTP server and one redis-server: an
 // open-model client sends overheadRate requests per second to each of
-// three routes (the baseline without a limiter, the reference, redis_rate),
-// interleaved request by request so that a noisy machine slows all three
-// alike, and measures each from its intended send time. It reports each
-// limiter's overhead over the baseline at p50 and p99, in ms, and the
-// ratios reference/redis_rate (below 1: the reference adds less).
+// five routes (the baseline without a limiter, the reference, the reference
+// under a lease of 10 units for 900 ms, redis_rate, and a no-op EVALSHA as
+// the floor), interleaved request by request so that a noisy machine slows
+// them alike, from overheadKeys identities in turn (about 10 req/s each, as
+// the overhead scenario sends), and measures each from its intended send
+// time. It reports each limiter's overhead over the baseline at p50 and
+// p99, in ms, and the ratios reference/redis_rate ("x") and leased
+// reference/redis_rate ("lease-x"; below 1: the reference adds less).
 // b.N is the number of requests per route.
 //
 //	go test -run '^$' -bench BenchmarkOverheadVersusRedisRate -benchtime 5000x -count 3 ./limiter/httplimit/
 func BenchmarkOverheadVersusRedisRate(b *testing.B) {
-	const overheadRate = 1000 // requests per second on each route
+	const (
+		overheadRate = 1000 // requests per second on each route
+		overheadKeys = 100  // identities, each at overheadRate/overheadKeys
+	)
 	srv := redistest.StartForTest(b)
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true, ContextTimeoutEnabled: true})
 	defer client.Close()
@@ -181,6 +193,11 @@ func BenchmarkOverheadVersusRedisRate(b *testing.B) {
 	ref := resilience.New(redisstore.New(client, redisstore.WithPrefix("ref:")), resilience.Config{Timeout: time.Second})
 	defer ref.Close()
 	mux.Handle("GET /reference", newBenchMiddleware(b, ref, "GET /reference").Handler(http.HandlerFunc(work)))
+	leased := benchLimit
+	leased.LeaseTokens, leased.LeaseFor = 10, 900*time.Millisecond
+	refLease := resilience.New(lease.New(redisstore.New(client, redisstore.WithPrefix("lease:"))), resilience.Config{Timeout: time.Second})
+	defer refLease.Close()
+	mux.Handle("GET /lease", newBenchMiddlewareOf(b, refLease, "GET /lease", leased).Handler(http.HandlerFunc(work)))
 	mux.Handle("GET /redis_rate", redisRateHandler(redis_rate.NewLimiter(client), http.HandlerFunc(work)))
 	noop := redis.NewScript("return 1")
 	mux.Handle("GET /floor", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -199,7 +216,7 @@ func BenchmarkOverheadVersusRedisRate(b *testing.B) {
 	tr := &http.Transport{MaxIdleConnsPerHost: 128, MaxConnsPerHost: 128}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	routes := []string{"/baseline", "/reference", "/redis_rate", "/floor"}
+	routes := []string{"/baseline", "/reference", "/redis_rate", "/floor", "/lease"}
 
 	// Warm up connections, scripts and pools.
 	for i := range 300 {
@@ -223,7 +240,7 @@ func BenchmarkOverheadVersusRedisRate(b *testing.B) {
 		}
 		wg.Go(func() {
 			route := i % len(routes)
-			if _, err := get(hc, ts.URL+routes[route], benchKeys[(i/len(routes))%len(benchKeys)]); err != nil {
+			if _, err := get(hc, ts.URL+routes[route], benchKeys[(i/len(routes))%overheadKeys]); err != nil {
 				failed.Do(func() { b.Error(err) })
 			}
 			lat[route][i/len(routes)] = time.Since(intended)
@@ -246,6 +263,9 @@ func BenchmarkOverheadVersusRedisRate(b *testing.B) {
 		b.ReportMetric(ms(rr), "redis_rate-"+p.name+"-ms")
 		b.ReportMetric(ms(ref)/ms(rr), p.name+"-x")
 		b.ReportMetric(ms(q(3, p.q)-base), "floor-"+p.name+"-ms")
+		lease := q(4, p.q) - base
+		b.ReportMetric(ms(lease), "reference-lease-"+p.name+"-ms")
+		b.ReportMetric(ms(lease)/ms(rr), p.name+"-lease-x")
 	}
 }
 

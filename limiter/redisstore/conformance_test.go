@@ -45,6 +45,15 @@ func TestConformance(t *testing.T) {
 	}
 }
 
+func TestLeaseConformance(t *testing.T) {
+	srv := redistest.StartForTest(t)
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			limitertest.RunLease(t, factory(newClient(t, srv.Addr()), m.name, m.opts))
+		})
+	}
+}
+
 func TestConformanceCluster(t *testing.T) {
 	cl := redistest.StartClusterForTest(t, 3)
 	for _, m := range modes {
