@@ -51,15 +51,16 @@ type batcher struct {
 	active int // flusher goroutines running
 }
 
-// call is one request waiting in the queue: its script, its keys, its part
-// of ARGV and the hash tag its keys share.
+// call is one request waiting in the queue: its script, its keys, the ARGV
+// of an evaluation deciding it alone (Store.request) and the hash tag its
+// keys share; then its part of the reply, or its error.
 type call struct {
 	ctx    context.Context
 	script *redis.Script
 	tag    string
 	keys   []string
 	args   []any
-	reply  any
+	reply  []any
 	err    error
 	done   chan struct{} // receives once reply and err are set
 	alone  [1]*call      // the batch of this call alone (the fast path)
@@ -67,9 +68,9 @@ type call struct {
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
-// do sends one request in the next round trip and returns its element of
-// the script's reply, or ctx's error if ctx ends first.
-func (b *batcher) do(ctx context.Context, script *redis.Script, tag string, keys []string, args []any) (any, error) {
+// do sends one request in the next round trip and returns its part of the
+// script's reply, or ctx's error if ctx ends first.
+func (b *batcher) do(ctx context.Context, script *redis.Script, tag string, keys []string, args []any) ([]any, error) {
 	c, _ := callPool.Get().(*call)
 	if c == nil {
 		c = &call{done: make(chan struct{}, 1)}
@@ -112,7 +113,7 @@ func (b *batcher) inline(ctx context.Context) bool {
 
 // sendOwn is the fast path: the caller, holding one of the round trips,
 // sends c alone, then hands anything that queued meanwhile to a flusher.
-func (b *batcher) sendOwn(c *call) (any, error) {
+func (b *batcher) sendOwn(c *call) ([]any, error) {
 	c.alone[0] = c
 	b.send(c.alone[:])
 	<-c.done // send signals every call it was given
@@ -130,7 +131,7 @@ func (b *batcher) sendOwn(c *call) (any, error) {
 }
 
 // release returns c's outcome and puts c back in the pool.
-func (b *batcher) release(c *call) (any, error) {
+func (b *batcher) release(c *call) ([]any, error) {
 	reply, err := c.reply, c.err
 	*c = call{done: c.done} // drops every reference, alone's too
 	callPool.Put(c)
@@ -190,16 +191,16 @@ func (b *batcher) send(batch []*call) {
 		groups = b.group(live)
 	}
 	for i, cmd := range b.eval(ctx, groups) {
+		g := groups[i]
 		reply, err := cmd.Result()
-		var vals []any
 		if err == nil {
-			vals, err = replies(reply, len(groups[i]))
+			err = replies(reply, len(g), func(j int) int { return len(g[j].keys) }, func(j int, vals []any, err error) {
+				g[j].reply, g[j].err = vals, err
+			})
 		}
-		for j, c := range groups[i] {
+		for _, c := range g {
 			if err != nil {
 				c.err = err
-			} else {
-				c.reply = vals[j]
 			}
 			c.done <- struct{}{}
 		}
@@ -290,18 +291,19 @@ func groupScript(g []*call) *redis.Script {
 }
 
 // join is the KEYS and ARGV of one evaluation deciding the calls of g in
-// order: their keys, and their ARGV behind the header.
+// order: their keys, and their ARGV behind one header.
 func (b *batcher) join(g []*call) ([]string, []any) {
 	if len(g) == 1 {
-		return g[0].keys, append(append(make([]any, 0, len(b.header)+len(g[0].args)), b.header[:]...), g[0].args...)
+		return g[0].keys, g[0].args
 	}
-	nkeys, nargs := 0, len(b.header)
+	h := len(b.header)
+	nkeys, nargs := 0, h
 	for _, c := range g {
-		nkeys, nargs = nkeys+len(c.keys), nargs+len(c.args)
+		nkeys, nargs = nkeys+len(c.keys), nargs+len(c.args)-h
 	}
 	keys, args := make([]string, 0, nkeys), append(make([]any, 0, nargs), b.header[:]...)
 	for _, c := range g {
-		keys, args = append(keys, c.keys...), append(args, c.args...)
+		keys, args = append(keys, c.keys...), append(args, c.args[h:]...)
 	}
 	return keys, args
 }
