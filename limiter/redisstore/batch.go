@@ -28,11 +28,13 @@ const (
 // is of one identity. Requests whose caller has already given up are not
 // sent, so they charge nothing.
 //
-// When nothing is waiting and a round trip is free, a caller sends its own
-// request at once from its own goroutine (the fast path), so that a lightly
-// loaded store pays no hand-off to a flusher and back: it is then exactly
-// one EVALSHA round trip, as the unbatched store is. Requests that arrive
-// meanwhile queue for a flusher as usual. The fast path is taken only when
+// When no round trip is in flight, a caller sends its own request at once
+// from its own goroutine (the fast path), so that a lightly loaded store
+// pays no hand-off to a flusher and back: it is then exactly one EVALSHA
+// round trip, as the unbatched store is. Requests that arrive meanwhile
+// queue for a flusher as usual. Under load a round trip is nearly always
+// in flight, and a caller that found the queue just emptied would
+// otherwise hold one of the flushers' round trips for its request alone. The fast path is taken only when
 // the caller's context cannot end before its deadline is enforced by the
 // client (deadlines), or cannot end at all, so a call still returns when its
 // context ends.
@@ -77,7 +79,7 @@ func (b *batcher) do(ctx context.Context, script *redis.Script, tag string, keys
 	}
 	c.ctx, c.script, c.tag, c.keys, c.args = ctx, script, tag, keys, args
 	b.mu.Lock()
-	if len(b.queue) == 0 && b.active < b.flushers && b.inline(ctx) {
+	if b.active == 0 && b.inline(ctx) {
 		b.active++
 		b.mu.Unlock()
 		return b.sendOwn(c)

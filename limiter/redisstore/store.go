@@ -130,9 +130,8 @@ func WithTestClock(now func() time.Time) Option {
 // exactly what it would be alone; only the round trip and the script's
 // fixed cost are shared.
 //
-// A caller that finds nothing waiting and a round trip free sends its own
-// request at once, from its own goroutine, so that light load pays no
-// hand-off; it does so only when its context has no end or a deadline the
+// A caller that finds no round trip in flight sends its own request at
+// once, from its own goroutine, so that light load pays no hand-off; it does so only when its context has no end or a deadline the
 // client enforces (ContextTimeoutEnabled). A batched call returns when its
 // context ends even if Redis does not answer, and a request whose caller
 // has gone before it is sent is never sent, so it charges nothing. With maxBatch ≤ 1 every call is its own
