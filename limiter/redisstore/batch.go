@@ -28,11 +28,13 @@ const (
 // is of one identity. Requests whose caller has already given up are not
 // sent, so they charge nothing.
 //
-// When nothing is waiting and a round trip is free, a caller sends its own
-// request at once from its own goroutine (the fast path), so that a lightly
-// loaded store pays no hand-off to a flusher and back: it is then exactly
-// one EVALSHA round trip, as the unbatched store is. Requests that arrive
-// meanwhile queue for a flusher as usual. The fast path is taken only when
+// When no round trip is in flight, a caller sends its own request at once
+// from its own goroutine (the fast path), so that a lightly loaded store
+// pays no hand-off to a flusher and back: it is then exactly one EVALSHA
+// round trip, as the unbatched store is. Requests that arrive meanwhile
+// queue for a flusher as usual. Under load a round trip is nearly always
+// in flight, and a caller that found the queue just emptied would
+// otherwise hold one of the flushers' round trips for its request alone. The fast path is taken only when
 // the caller's context cannot end before its deadline is enforced by the
 // client (deadlines), or cannot end at all, so a call still returns when its
 // context ends.
@@ -51,15 +53,16 @@ type batcher struct {
 	active int // flusher goroutines running
 }
 
-// call is one request waiting in the queue: its script, its keys, its part
-// of ARGV and the hash tag its keys share.
+// call is one request waiting in the queue: its script, its keys, the ARGV
+// of an evaluation deciding it alone (Store.request) and the hash tag its
+// keys share; then its part of the reply, or its error.
 type call struct {
 	ctx    context.Context
 	script *redis.Script
 	tag    string
 	keys   []string
 	args   []any
-	reply  any
+	reply  []any
 	err    error
 	done   chan struct{} // receives once reply and err are set
 	alone  [1]*call      // the batch of this call alone (the fast path)
@@ -67,16 +70,16 @@ type call struct {
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
-// do sends one request in the next round trip and returns its element of
-// the script's reply, or ctx's error if ctx ends first.
-func (b *batcher) do(ctx context.Context, script *redis.Script, tag string, keys []string, args []any) (any, error) {
+// do sends one request in the next round trip and returns its part of the
+// script's reply, or ctx's error if ctx ends first.
+func (b *batcher) do(ctx context.Context, script *redis.Script, tag string, keys []string, args []any) ([]any, error) {
 	c, _ := callPool.Get().(*call)
 	if c == nil {
 		c = &call{done: make(chan struct{}, 1)}
 	}
 	c.ctx, c.script, c.tag, c.keys, c.args = ctx, script, tag, keys, args
 	b.mu.Lock()
-	if len(b.queue) == 0 && b.active < b.flushers && b.inline(ctx) {
+	if b.active == 0 && b.inline(ctx) {
 		b.active++
 		b.mu.Unlock()
 		return b.sendOwn(c)
@@ -112,7 +115,7 @@ func (b *batcher) inline(ctx context.Context) bool {
 
 // sendOwn is the fast path: the caller, holding one of the round trips,
 // sends c alone, then hands anything that queued meanwhile to a flusher.
-func (b *batcher) sendOwn(c *call) (any, error) {
+func (b *batcher) sendOwn(c *call) ([]any, error) {
 	c.alone[0] = c
 	b.send(c.alone[:])
 	<-c.done // send signals every call it was given
@@ -130,7 +133,7 @@ func (b *batcher) sendOwn(c *call) (any, error) {
 }
 
 // release returns c's outcome and puts c back in the pool.
-func (b *batcher) release(c *call) (any, error) {
+func (b *batcher) release(c *call) ([]any, error) {
 	reply, err := c.reply, c.err
 	*c = call{done: c.done} // drops every reference, alone's too
 	callPool.Put(c)
@@ -190,16 +193,16 @@ func (b *batcher) send(batch []*call) {
 		groups = b.group(live)
 	}
 	for i, cmd := range b.eval(ctx, groups) {
+		g := groups[i]
 		reply, err := cmd.Result()
-		var vals []any
 		if err == nil {
-			vals, err = replies(reply, len(groups[i]))
+			err = replies(reply, len(g), func(j int) int { return len(g[j].keys) }, func(j int, vals []any, err error) {
+				g[j].reply, g[j].err = vals, err
+			})
 		}
-		for j, c := range groups[i] {
+		for _, c := range g {
 			if err != nil {
 				c.err = err
-			} else {
-				c.reply = vals[j]
 			}
 			c.done <- struct{}{}
 		}
@@ -290,18 +293,19 @@ func groupScript(g []*call) *redis.Script {
 }
 
 // join is the KEYS and ARGV of one evaluation deciding the calls of g in
-// order: their keys, and their ARGV behind the header.
+// order: their keys, and their ARGV behind one header.
 func (b *batcher) join(g []*call) ([]string, []any) {
 	if len(g) == 1 {
-		return g[0].keys, append(append(make([]any, 0, len(b.header)+len(g[0].args)), b.header[:]...), g[0].args...)
+		return g[0].keys, g[0].args
 	}
-	nkeys, nargs := 0, len(b.header)
+	h := len(b.header)
+	nkeys, nargs := 0, h
 	for _, c := range g {
-		nkeys, nargs = nkeys+len(c.keys), nargs+len(c.args)
+		nkeys, nargs = nkeys+len(c.keys), nargs+len(c.args)-h
 	}
 	keys, args := make([]string, 0, nkeys), append(make([]any, 0, nargs), b.header[:]...)
 	for _, c := range g {
-		keys, args = append(keys, c.keys...), append(args, c.args...)
+		keys, args = append(keys, c.keys...), append(args, c.args[h:]...)
 	}
 	return keys, args
 }

@@ -73,8 +73,7 @@ func TestBatchSend(t *testing.T) {
 					t.Fatalf("call %d = %+v, %v; want admitted with remaining %d", i, d, err, wantRemaining)
 				}
 			}
-			_, err := parseReply(calls[1].reply, []limiter.Limit{l})
-			if err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+			if err := calls[1].err; err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
 				t.Fatalf("call on a wrong-type key: error %v, want WRONGTYPE", err)
 			}
 			if typ := client.Type(ctx, bad).Val(); typ != "hash" {

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ func TestParseReply(t *testing.T) {
 	fw := limiter.Window(limiter.FixedWindow, 5, time.Minute)
 	cases := []struct {
 		name   string
-		reply  any
+		reply  []any
 		limits []limiter.Limit
 		want   limiter.Decision
 		err    error
@@ -31,12 +32,10 @@ func TestParseReply(t *testing.T) {
 			reply: []any{int64(1), int64(19), int64(100_000), int64(0), int64(0), int64(0), int64(0), int64(30e6), int64(30e6), int64(0)},
 			want:  limiter.NewDecision(fw, false, 0, 30e6, 30e6, 0),
 		},
-		{name: "not an array", reply: "OK", limits: []limiter.Limit{tb}, err: ErrUnexpectedReply},
 		{name: "too short", reply: []any{int64(1), int64(2)}, limits: []limiter.Limit{tb}, err: ErrUnexpectedReply},
 		{name: "one array for two limits", reply: []any{int64(1), int64(19), int64(1), int64(0), int64(0)}, limits: []limiter.Limit{tb, fw}, err: ErrUnexpectedReply},
 		{name: "string field", reply: []any{int64(1), "19", int64(1), int64(0), int64(0)}, limits: []limiter.Limit{tb}, err: ErrUnexpectedReply},
 		{name: "nil field", reply: []any{int64(1), nil, int64(1), int64(0), int64(0)}, limits: []limiter.Limit{tb}, err: ErrUnexpectedReply},
-		{name: "error element", reply: redisError("WRONGTYPE Operation against a key holding the wrong kind of value"), limits: []limiter.Limit{tb}, err: redisError("WRONGTYPE Operation against a key holding the wrong kind of value")},
 		{name: "allowed flag 2", reply: []any{int64(2), int64(19), int64(1), int64(0), int64(0)}, limits: []limiter.Limit{tb}, err: ErrUnexpectedReply},
 	}
 	for _, tc := range cases {
@@ -52,26 +51,54 @@ func TestParseReply(t *testing.T) {
 	}
 }
 
+// TestReplies: the flat reply of an evaluation is split into its requests'
+// parts, five integers per limit or one error, and a reply of any other
+// shape is refused whole.
 func TestReplies(t *testing.T) {
+	one := []any{int64(1), int64(2), int64(3), int64(4), int64(5)}
+	two := append(append([]any{}, one...), one...)
+	wrongType := redisError("WRONGTYPE Operation against a key holding the wrong kind of value")
 	cases := []struct {
-		name  string
-		reply any
-		want  int
-		err   error
+		name   string
+		reply  any
+		limits []int // per request
+		want   []int // per request: values in its part, -1 for an error
+		err    error
 	}{
-		{"one", []any{[]any{int64(1)}}, 1, nil},
-		{"three", []any{nil, nil, nil}, 3, nil},
-		{"fewer than requests", []any{nil}, 2, ErrUnexpectedReply},
-		{"not an array", int64(1), 1, ErrUnexpectedReply},
+		{"one", one, []int{1}, []int{5}, nil},
+		{"two limits", two, []int{2}, []int{10}, nil},
+		{"three requests", append(append([]any{}, one...), append([]any{wrongType}, two...)...), []int{1, 1, 2}, []int{5, -1, 10}, nil},
+		{"only an error", []any{wrongType}, []int{1}, []int{-1}, nil},
+		{"fewer than requests", one, []int{1, 1}, nil, ErrUnexpectedReply},
+		{"more than requests", two, []int{1}, nil, ErrUnexpectedReply},
+		{"nested, as an earlier script replied", []any{one}, []int{1}, nil, ErrUnexpectedReply},
+		{"not an array", int64(1), []int{1}, nil, ErrUnexpectedReply},
+		{"empty", []any{}, []int{1}, nil, ErrUnexpectedReply},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := replies(tc.reply, tc.want)
+			var got []int
+			err := replies(tc.reply, len(tc.limits), func(i int) int { return tc.limits[i] }, func(i int, vals []any, err error) {
+				if i != len(got) {
+					t.Fatalf("part %d after %d parts", i, len(got))
+				}
+				if err != nil {
+					if vals != nil || !errors.Is(err, wrongType) {
+						t.Fatalf("part %d: %v and %d values, want %v alone", i, err, len(vals), wrongType)
+					}
+					got = append(got, -1)
+					return
+				}
+				got = append(got, len(vals))
+			})
 			if !errors.Is(err, tc.err) {
 				t.Fatalf("error = %v, want %v", err, tc.err)
 			}
-			if err == nil && len(got) != tc.want {
-				t.Fatalf("len = %d, want %d", len(got), tc.want)
+			if err != nil && len(got) > 0 {
+				t.Fatalf("%d parts delivered from a reply refused whole", len(got))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("parts = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -130,9 +130,8 @@ func WithTestClock(now func() time.Time) Option {
 // exactly what it would be alone; only the round trip and the script's
 // fixed cost are shared.
 //
-// A caller that finds nothing waiting and a round trip free sends its own
-// request at once, from its own goroutine, so that light load pays no
-// hand-off; it does so only when its context has no end or a deadline the
+// A caller that finds no round trip in flight sends its own request at
+// once, from its own goroutine, so that light load pays no hand-off; it does so only when its context has no end or a deadline the
 // client enforces (ContextTimeoutEnabled). A batched call returns when its
 // context ends even if Redis does not answer, and a request whose caller
 // has gone before it is sent is never sent, so it charges nothing. With maxBatch ≤ 1 every call is its own
@@ -226,17 +225,17 @@ func (s *Store) decide(ctx context.Context, key string, n int64, limits []limite
 		return limiter.Decision{}, err
 	}
 	var (
-		reply any
+		reply []any
 		err   error
 	)
 	script, keys, args := s.request(key, n, limits)
 	if s.batch != nil {
 		reply, err = s.batch.do(ctx, script, s.hashTag(keys[0]), keys, args)
 	} else {
-		h := s.header()
-		reply, err = script.Run(ctx, s.client, keys, append(h[:], args...)...).Result()
+		var res any
+		res, err = script.Run(ctx, s.client, keys, args...).Result()
 		if err == nil {
-			reply, err = onlyReply(reply)
+			reply, err = onlyReply(res, len(keys))
 		}
 	}
 	if err != nil {
@@ -246,11 +245,14 @@ func (s *Store) decide(ctx context.Context, key string, n int64, limits []limite
 }
 
 // request returns the script of one request (its algorithm's when every
-// limit has the same, else decideScript), its keys and its part of the
-// script's ARGV (see decide.lua): its time in test-clock mode, its cost,
-// its number of limits and their specs.
+// limit has the same, else decideScript), its keys and the ARGV of an
+// evaluation deciding it alone (see decide.lua): the header, then its time
+// in test-clock mode, its cost, its number of limits and their specs. A
+// batch joins requests' ARGV without their headers (args[len(header):]).
 func (s *Store) request(key string, n int64, limits []limiter.Limit) (*redis.Script, []string, []any) {
-	args := make([]any, 0, 3+len(limits))
+	h := s.header()
+	args := make([]any, 0, len(h)+3+len(limits))
+	args = append(args, h[:]...)
 	if s.clock != nil {
 		args = append(args, s.clock().UnixMicro())
 	}
@@ -345,37 +347,66 @@ func (s *Store) limitArgs(l limiter.Limit) *limitArgs {
 // replyFields is the number of integers the script returns per limit.
 const replyFields = 5
 
-// replies splits the reply of one script evaluation into its per-request
-// elements and checks there are want of them.
-func replies(reply any, want int) ([]any, error) {
+// replies splits the flat reply of one script evaluation (see decide.lua)
+// into its requests' parts, calling part(i, vals, err) for the i-th request
+// in order, whose keys' count is limits(i): vals holds its five integers
+// per limit, or err the error Redis reported for it. A reply of another
+// shape or length wraps ErrUnexpectedReply, and part is then called for no
+// request.
+func replies(reply any, requests int, limits func(i int) int, part func(i int, vals []any, err error)) error {
 	vals, ok := reply.([]any)
-	if !ok || len(vals) != want {
-		return nil, fmt.Errorf("%w: %T of %d elements for %d requests", ErrUnexpectedReply, reply, len(vals), want)
+	if !ok {
+		return fmt.Errorf("%w: %T for %d requests", ErrUnexpectedReply, reply, requests)
 	}
-	return vals, nil
+	// Check the shape first, so that no caller gets a part of a reply that
+	// turns out to be wrong.
+	at := 0
+	for i := range requests {
+		if at < len(vals) {
+			if _, failed := vals[at].(error); failed {
+				at++
+				continue
+			}
+		}
+		at += replyFields * limits(i)
+	}
+	if at != len(vals) {
+		return fmt.Errorf("%w: %d values for %d requests", ErrUnexpectedReply, len(vals), requests)
+	}
+	at = 0
+	for i := range requests {
+		if err, failed := vals[at].(error); failed {
+			part(i, nil, err)
+			at++
+			continue
+		}
+		next := at + replyFields*limits(i)
+		part(i, vals[at:next:next], nil)
+		at = next
+	}
+	return nil
 }
 
-// onlyReply is the element of an evaluation that decided one request.
-func onlyReply(reply any) (any, error) {
-	vals, err := replies(reply, 1)
-	if err != nil {
-		return nil, err
+// onlyReply is the part of an evaluation that decided one request under k
+// limits, or the error Redis reported for it.
+func onlyReply(reply any, k int) ([]any, error) {
+	var (
+		vals []any
+		err  error
+	)
+	if rerr := replies(reply, 1, func(int) int { return k }, func(_ int, v []any, e error) { vals, err = v, e }); rerr != nil {
+		return nil, rerr
 	}
-	return vals[0], nil
+	return vals, err
 }
 
 // parseReply is the one place a request's reply becomes a decision: five
 // integers per limit (allowed, remaining, reset_after, retry_after and delay,
-// in units and microseconds), combined with limiter.Combine, or the error
-// Redis reported for that request. Every type is checked; a reply of
-// another shape wraps ErrUnexpectedReply.
-func parseReply(reply any, limits []limiter.Limit) (limiter.Decision, error) {
-	if err, ok := reply.(error); ok {
-		return limiter.Decision{}, fmt.Errorf("redis decide: %w", err)
-	}
-	vals, ok := reply.([]any)
-	if !ok || len(vals) != replyFields*len(limits) {
-		return limiter.Decision{}, fmt.Errorf("%w: %T of %d values for %d limits", ErrUnexpectedReply, reply, len(vals), len(limits))
+// in units and microseconds), combined with limiter.Combine. Every type is
+// checked; a reply of another shape wraps ErrUnexpectedReply.
+func parseReply(vals []any, limits []limiter.Limit) (limiter.Decision, error) {
+	if len(vals) != replyFields*len(limits) {
+		return limiter.Decision{}, fmt.Errorf("%w: %d values for %d limits", ErrUnexpectedReply, len(vals), len(limits))
 	}
 	var (
 		buf [4]limiter.Decision

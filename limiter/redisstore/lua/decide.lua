@@ -11,28 +11,30 @@
 -- emission interval or window in microseconds). KEYS holds the requests'
 -- keys in the same order, one per limit.
 --
--- The reply has one element per request: five integers per limit (allowed,
--- remaining, reset_after, retry_after, delay), or an error reply when that
--- request failed (its writes, if any, were not made).
+-- The reply is one flat array, the requests' parts one after the other: per
+-- request five integers per limit (allowed, remaining, reset_after,
+-- retry_after, delay), or a single error reply when that request failed
+-- (its writes, if any, were not made). A flat array costs Redis and the
+-- client one array per evaluation instead of one per request.
 if redis.replicate_commands then
   redis.replicate_commands() -- Redis < 5: replicate effects, since TIME is read
 end
 ttl_slack = tonumber(ARGV[1])
 
--- specs caches parsed limit specs: a batch repeats the same few limits.
-local specs = {}
+-- spec parses a limit spec into its algorithm's decide function, interval
+-- and capacity, remembering the last one: a batch repeats the same few
+-- limits, and one remembered spec costs no table.
+local last_spec, last_decide, last_t, last_cap
 local function spec(s)
-  local p = specs[s]
-  if p == nil then
+  if s ~= last_spec then
     local alg, t, cap = string.match(s, '^(%S+) (%d+) (%d+)$')
     local decide = algorithms[alg]
     if decide == nil then
       error('rlbench: unknown limit spec ' .. tostring(s))
     end
-    p = {decide, tonumber(t), tonumber(cap)}
-    specs[s] = p
+    last_spec, last_decide, last_t, last_cap = s, decide, tonumber(t), tonumber(cap)
   end
-  return p
+  return last_decide, last_t, last_cap
 end
 
 -- decide_request decides the request whose keys follow KEYS[kbase] and whose
@@ -42,8 +44,8 @@ end
 -- as they stand (a peek). A peek (n = 0) writes nothing.
 local function decide_request(kbase, abase, k, n)
   if k == 1 then -- the common case, without the bookkeeping below
-    local p = spec(ARGV[abase])
-    local o, commit, rebase = p[1](KEYS[kbase + 1], p[2], p[3], n)
+    local decide, t, cap = spec(ARGV[abase])
+    local o, commit, rebase = decide(KEYS[kbase + 1], t, cap, n)
     if n > 0 then
       if o[1] == 1 then
         commit()
@@ -55,8 +57,8 @@ local function decide_request(kbase, abase, k, n)
   end
   local outcomes, commits, rebases, admitted = {}, {}, {}, true
   for i = 1, k do
-    local p = spec(ARGV[abase + i - 1])
-    outcomes[i], commits[i], rebases[i] = p[1](KEYS[kbase + i], p[2], p[3], n)
+    local decide, t, cap = spec(ARGV[abase + i - 1])
+    outcomes[i], commits[i], rebases[i] = decide(KEYS[kbase + i], t, cap, n)
     if outcomes[i][1] == 0 then
       admitted = false
     end
@@ -77,19 +79,12 @@ local function decide_request(kbase, abase, k, n)
     end
     for i = 1, k do
       if outcomes[i][1] == 1 then
-        local p = spec(ARGV[abase + i - 1])
-        outcomes[i] = p[1](KEYS[kbase + i], p[2], p[3], 0)
+        local decide, t, cap = spec(ARGV[abase + i - 1])
+        outcomes[i] = decide(KEYS[kbase + i], t, cap, 0)
       end
     end
   end
-  local reply = {}
-  for i = 1, k do
-    local o = outcomes[i]
-    for j = 1, 5 do
-      reply[(i - 1) * 5 + j] = o[j]
-    end
-  end
-  return reply
+  return outcomes
 end
 
 local own_time = ARGV[2] == 't'
@@ -97,22 +92,56 @@ if not own_time then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-local replies = {}
-local a, kbase = 3, 0
-while a <= #ARGV do
-  if own_time then
-    now = tonumber(ARGV[a])
-    a = a + 1
+local nargs = #ARGV
+local reply, r = {}, 0 -- the flat reply and its length
+local a, kbase = 3, 0 -- the next request's first ARGV and its keys' offset
+
+-- run decides the requests from a on, appending each one's outcomes to
+-- reply, and returns when every request is decided; a request that raises
+-- an error leaves a and kbase at its start. One pcall around run, instead
+-- of one per request, isolates the requests: on an error the loop below
+-- answers the failed request with it and runs again from the next one.
+local function run()
+  while a <= nargs do
+    if own_time then
+      now = tonumber(ARGV[a])
+    end
+    local at = a + (own_time and 1 or 0)
+    local n, k = tonumber(ARGV[at]), tonumber(ARGV[at + 1])
+    local o = decide_request(kbase, at + 2, k, n)
+    if k == 1 and r == 0 and at + 3 > nargs then
+      reply, r = o, 5 -- the only request: its outcome is the reply, built once
+    elseif k == 1 then
+      reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4], reply[r + 5] = o[1], o[2], o[3], o[4], o[5]
+      r = r + 5
+    else
+      for i = 1, k do
+        local oi = o[i]
+        for j = 1, 5 do
+          reply[r + j] = oi[j]
+        end
+        r = r + 5
+      end
+    end
+    a, kbase = at + 2 + k, kbase + k
   end
-  local n, k = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
-  local ok, res = pcall(decide_request, kbase, a + 2, k, n)
-  if ok then
-    replies[#replies + 1] = res
-  elseif type(res) == 'table' and res.err then
-    replies[#replies + 1] = res -- an error from redis.call, already a reply
-  else
-    replies[#replies + 1] = redis.error_reply(tostring(res))
-  end
-  a, kbase = a + 2 + k, kbase + k
 end
-return replies
+
+while true do
+  local ok, res = pcall(run)
+  if ok then
+    break
+  end
+  if type(res) ~= 'table' or not res.err then
+    res = redis.error_reply(tostring(res)) -- a Lua error, not one from redis.call
+  end
+  r = r + 1
+  reply[r] = res
+  local at = a + (own_time and 1 or 0)
+  local k = tonumber(ARGV[at + 1])
+  if k == nil then
+    return res -- not a request this store sent: nothing to resume from
+  end
+  a, kbase = at + 2 + k, kbase + k
+end
+return reply
