@@ -54,14 +54,16 @@ type batcher struct {
 }
 
 // call is one request waiting in the queue: its script, its keys, the ARGV
-// of an evaluation deciding it alone (Store.request) and the hash tag its
-// keys share; then its part of the reply, or its error.
+// of an evaluation deciding it alone (Store.request), the hash tag its
+// keys share and the number of values its part of the reply holds; then
+// that part, or its error.
 type call struct {
 	ctx    context.Context
 	script *redis.Script
 	tag    string
 	keys   []string
 	args   []any
+	width  int
 	reply  []any
 	err    error
 	done   chan struct{} // receives once reply and err are set
@@ -71,13 +73,13 @@ type call struct {
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
 // do sends one request in the next round trip and returns its part of the
-// script's reply, or ctx's error if ctx ends first.
-func (b *batcher) do(ctx context.Context, script *redis.Script, tag string, keys []string, args []any) ([]any, error) {
+// script's reply, width values, or ctx's error if ctx ends first.
+func (b *batcher) do(ctx context.Context, script *redis.Script, tag string, keys []string, args []any, width int) ([]any, error) {
 	c, _ := callPool.Get().(*call)
 	if c == nil {
 		c = &call{done: make(chan struct{}, 1)}
 	}
-	c.ctx, c.script, c.tag, c.keys, c.args = ctx, script, tag, keys, args
+	c.ctx, c.script, c.tag, c.keys, c.args, c.width = ctx, script, tag, keys, args, width
 	b.mu.Lock()
 	if b.active == 0 && b.inline(ctx) {
 		b.active++
@@ -196,7 +198,7 @@ func (b *batcher) send(batch []*call) {
 		g := groups[i]
 		reply, err := cmd.Result()
 		if err == nil {
-			err = replies(reply, len(g), func(j int) int { return len(g[j].keys) }, func(j int, vals []any, err error) {
+			err = replies(reply, len(g), func(j int) int { return g[j].width }, func(j int, vals []any, err error) {
 				g[j].reply, g[j].err = vals, err
 			})
 		}

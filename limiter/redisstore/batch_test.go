@@ -46,7 +46,7 @@ func TestBatchSend(t *testing.T) {
 				ctx context.Context
 			}{{"good", ctx}, {"bad", ctx}, {"abandoned", gone}, {"good", ctx}} {
 				script, keys, args := st.request(req.key, 1, []limiter.Limit{l})
-				calls = append(calls, &call{ctx: req.ctx, script: script, tag: st.hashTag(keys[0]), keys: keys, args: args, done: make(chan struct{}, 1)})
+				calls = append(calls, &call{ctx: req.ctx, script: script, tag: st.hashTag(keys[0]), keys: keys, args: args, width: replyFields * len(keys), done: make(chan struct{}, 1)})
 			}
 			if got, want := len(st.batch.group(calls)), 3; got != want {
 				t.Fatalf("%d groups of one identity, want %d", got, want)
@@ -165,7 +165,7 @@ func TestSendOwnThenFlush(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	script, keys, args := st.request("own", 1, []limiter.Limit{l})
-	c := &call{ctx: context.Background(), script: script, tag: st.hashTag(keys[0]), keys: keys, args: args, done: make(chan struct{}, 1)}
+	c := &call{ctx: context.Background(), script: script, tag: st.hashTag(keys[0]), keys: keys, args: args, width: replyFields * len(keys), done: make(chan struct{}, 1)}
 	reply, err := st.batch.sendOwn(c)
 	if err != nil {
 		t.Fatal(err)
@@ -266,7 +266,7 @@ func TestBatchMixedAlgorithms(t *testing.T) {
 			var calls []*call
 			for _, req := range requests {
 				script, keys, args := st.request(req.key, 1, req.limits)
-				calls = append(calls, &call{ctx: ctx, script: script, tag: st.hashTag(keys[0]), keys: keys, args: args, done: make(chan struct{}, 1)})
+				calls = append(calls, &call{ctx: ctx, script: script, tag: st.hashTag(keys[0]), keys: keys, args: args, width: replyFields * len(keys), done: make(chan struct{}, 1)})
 			}
 			if err := client.ScriptFlush(ctx).Err(); err != nil {
 				t.Fatal(err)
@@ -283,5 +283,49 @@ func TestBatchMixedAlgorithms(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBatchLeaseBesidePlain sends a lease between plain requests in one
+// batch: the lease's part of the flat reply is two values wider than a
+// plain one's, and every request still gets its own part.
+func TestBatchLeaseBesidePlain(t *testing.T) {
+	srv := redistest.StartForTest(t)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true})
+	defer client.Close()
+	ctx := context.Background()
+	plain := limiter.Limit{Algorithm: limiter.GCRA, Rate: 1, Period: time.Second, Burst: 5}
+	leased := limiter.Limit{Algorithm: limiter.GCRA, Rate: 10, Period: time.Second, Burst: 10, LeaseTokens: 2, LeaseFor: 100 * time.Millisecond}
+	clock := limitertest.NewClock(limitertest.T0)
+	st := New(client, WithTestClock(clock.Now), WithPrefix("lease-batch:"))
+	var calls []*call
+	for _, key := range []string{"a", "leased", "a"} {
+		l, width := plain, replyFields
+		if key == "leased" {
+			l, width = leased, leaseReplyFields
+		}
+		script, keys, args := st.request(key, 1, []limiter.Limit{l})
+		if l.Leased() {
+			args[len(args)-1] = leaseSpec(l)
+		}
+		calls = append(calls, &call{ctx: ctx, script: script, tag: st.hashTag(keys[0]), keys: keys, args: args, width: width, done: make(chan struct{}, 1)})
+	}
+	st.batch.merge = true
+	st.batch.send(calls)
+	for i, c := range calls {
+		<-c.done
+		if c.err != nil {
+			t.Fatalf("request %d: %v", i, c.err)
+		}
+	}
+	for i, want := range []int64{4, 3} {
+		c := calls[2*i]
+		if d, err := parseReply(c.reply, []limiter.Limit{plain}); err != nil || !d.Allowed || d.Remaining != want {
+			t.Fatalf("plain request %d = %+v, %v; want admitted with remaining %d", 2*i, d, err, want)
+		}
+	}
+	d, g, err := parseLeaseReply(calls[1].reply, leased)
+	if err != nil || !d.Allowed || g.Tokens != 2 || g.Shift != 100*time.Millisecond {
+		t.Fatalf("lease = %+v, %+v, %v; want admitted with a grant of 2 units shifted 100ms", d, g, err)
 	}
 }

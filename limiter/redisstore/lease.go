@@ -36,12 +36,11 @@ func (s *Store) LeaseN(ctx context.Context, key string, n int64, l limiter.Limit
 		err   error
 	)
 	if s.batch != nil {
-		reply, err = s.batch.do(ctx, script, s.hashTag(keys[0]), keys, args)
+		reply, err = s.batch.do(ctx, script, s.hashTag(keys[0]), keys, args, leaseReplyFields)
 	} else {
-		h := s.header()
-		reply, err = script.Run(ctx, s.client, keys, append(h[:], args...)...).Result()
+		reply, err = script.Run(ctx, s.client, keys, args...).Result()
 		if err == nil {
-			reply, err = onlyReply(reply)
+			reply, err = onlyReply(reply, leaseReplyFields)
 		}
 	}
 	if err != nil {

@@ -61,24 +61,25 @@ func TestReplies(t *testing.T) {
 	cases := []struct {
 		name   string
 		reply  any
-		limits []int // per request
+		widths []int // per request: the values its part holds
 		want   []int // per request: values in its part, -1 for an error
 		err    error
 	}{
-		{"one", one, []int{1}, []int{5}, nil},
-		{"two limits", two, []int{2}, []int{10}, nil},
-		{"three requests", append(append([]any{}, one...), append([]any{wrongType}, two...)...), []int{1, 1, 2}, []int{5, -1, 10}, nil},
-		{"only an error", []any{wrongType}, []int{1}, []int{-1}, nil},
-		{"fewer than requests", one, []int{1, 1}, nil, ErrUnexpectedReply},
-		{"more than requests", two, []int{1}, nil, ErrUnexpectedReply},
-		{"nested, as an earlier script replied", []any{one}, []int{1}, nil, ErrUnexpectedReply},
-		{"not an array", int64(1), []int{1}, nil, ErrUnexpectedReply},
-		{"empty", []any{}, []int{1}, nil, ErrUnexpectedReply},
+		{"one", one, []int{5}, []int{5}, nil},
+		{"two limits", two, []int{10}, []int{10}, nil},
+		{"three requests", append(append([]any{}, one...), append([]any{wrongType}, two...)...), []int{5, 5, 10}, []int{5, -1, 10}, nil},
+		{"a lease between plain requests", append(append(append([]any{}, one...), append(append([]any{}, one...), int64(3), int64(0))...), one...), []int{5, 7, 5}, []int{5, 7, 5}, nil},
+		{"only an error", []any{wrongType}, []int{5}, []int{-1}, nil},
+		{"fewer than requests", one, []int{5, 5}, nil, ErrUnexpectedReply},
+		{"more than requests", two, []int{5}, nil, ErrUnexpectedReply},
+		{"nested, as an earlier script replied", []any{one}, []int{5}, nil, ErrUnexpectedReply},
+		{"not an array", int64(1), []int{5}, nil, ErrUnexpectedReply},
+		{"empty", []any{}, []int{5}, nil, ErrUnexpectedReply},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []int
-			err := replies(tc.reply, len(tc.limits), func(i int) int { return tc.limits[i] }, func(i int, vals []any, err error) {
+			err := replies(tc.reply, len(tc.widths), func(i int) int { return tc.widths[i] }, func(i int, vals []any, err error) {
 				if i != len(got) {
 					t.Fatalf("part %d after %d parts", i, len(got))
 				}

@@ -230,12 +230,12 @@ func (s *Store) decide(ctx context.Context, key string, n int64, limits []limite
 	)
 	script, keys, args := s.request(key, n, limits)
 	if s.batch != nil {
-		reply, err = s.batch.do(ctx, script, s.hashTag(keys[0]), keys, args)
+		reply, err = s.batch.do(ctx, script, s.hashTag(keys[0]), keys, args, replyFields*len(keys))
 	} else {
 		var res any
 		res, err = script.Run(ctx, s.client, keys, args...).Result()
 		if err == nil {
-			reply, err = onlyReply(res, len(keys))
+			reply, err = onlyReply(res, replyFields*len(keys))
 		}
 	}
 	if err != nil {
@@ -349,11 +349,12 @@ const replyFields = 5
 
 // replies splits the flat reply of one script evaluation (see decide.lua)
 // into its requests' parts, calling part(i, vals, err) for the i-th request
-// in order, whose keys' count is limits(i): vals holds its five integers
-// per limit, or err the error Redis reported for it. A reply of another
+// in order, whose part holds width(i) values: vals holds them (five
+// integers per limit; two more for a lease, see lease.lua), or err the
+// error Redis reported for it. A reply of another
 // shape or length wraps ErrUnexpectedReply, and part is then called for no
 // request.
-func replies(reply any, requests int, limits func(i int) int, part func(i int, vals []any, err error)) error {
+func replies(reply any, requests int, width func(i int) int, part func(i int, vals []any, err error)) error {
 	vals, ok := reply.([]any)
 	if !ok {
 		return fmt.Errorf("%w: %T for %d requests", ErrUnexpectedReply, reply, requests)
@@ -368,7 +369,7 @@ func replies(reply any, requests int, limits func(i int) int, part func(i int, v
 				continue
 			}
 		}
-		at += replyFields * limits(i)
+		at += width(i)
 	}
 	if at != len(vals) {
 		return fmt.Errorf("%w: %d values for %d requests", ErrUnexpectedReply, len(vals), requests)
@@ -380,21 +381,21 @@ func replies(reply any, requests int, limits func(i int) int, part func(i int, v
 			at++
 			continue
 		}
-		next := at + replyFields*limits(i)
+		next := at + width(i)
 		part(i, vals[at:next:next], nil)
 		at = next
 	}
 	return nil
 }
 
-// onlyReply is the part of an evaluation that decided one request under k
-// limits, or the error Redis reported for it.
-func onlyReply(reply any, k int) ([]any, error) {
+// onlyReply is the part of an evaluation that decided one request, width
+// values, or the error Redis reported for it.
+func onlyReply(reply any, width int) ([]any, error) {
 	var (
 		vals []any
 		err  error
 	)
-	if rerr := replies(reply, 1, func(int) int { return k }, func(_ int, v []any, e error) { vals, err = v, e }); rerr != nil {
+	if rerr := replies(reply, 1, func(int) int { return width }, func(_ int, v []any, e error) { vals, err = v, e }); rerr != nil {
 		return nil, rerr
 	}
 	return vals, err

@@ -13,7 +13,8 @@
 --
 -- The reply is one flat array, the requests' parts one after the other: per
 -- request five integers per limit (allowed, remaining, reset_after,
--- retry_after, delay), or a single error reply when that request failed
+-- retry_after, delay; a lease's outcome has two more, see lease.lua), or
+-- a single error reply when that request failed
 -- (its writes, if any, were not made). A flat array costs Redis and the
 -- client one array per evaluation instead of one per request.
 if redis.replicate_commands then
@@ -110,10 +111,15 @@ local function run()
     local n, k = tonumber(ARGV[at]), tonumber(ARGV[at + 1])
     local o = decide_request(kbase, at + 2, k, n)
     if k == 1 and r == 0 and at + 3 > nargs then
-      reply, r = o, 5 -- the only request: its outcome is the reply, built once
-    elseif k == 1 then
+      reply, r = o, #o -- the only request: its outcome is the reply, built once
+    elseif k == 1 and #o == 5 then
       reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4], reply[r + 5] = o[1], o[2], o[3], o[4], o[5]
       r = r + 5
+    elseif k == 1 then -- a lease's outcome, with its grant (lease.lua)
+      for j = 1, #o do
+        reply[r + j] = o[j]
+      end
+      r = r + #o
     else
       for i = 1, k do
         local oi = o[i]
