@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"math"
 	"testing"
 )
 
@@ -56,6 +57,56 @@ func TestLeaseWidensRoomOnly(t *testing.T) {
 			res := result(t, h.check(t, tt.spec), tt.check)
 			if res.Verdict != tt.want {
 				t.Errorf("%s = %s (%s), want %s", tt.check, res.Verdict, res.Explanation, tt.want)
+			}
+		})
+	}
+}
+
+// The naive lease: under gcra:10/1s,burst=10,lease=3/500ms (T = 100 ms),
+// instance a's request at 0 takes a lease of 3 units from a full bucket,
+// spending 1 and holding 2. Charged at 0, as a plain decision of 3 units
+// is, the lease leaves 7 units in the store, which has refilled to its
+// burst of 10 by 300 ms; at 400 ms, within the lease, a spends its 2 units
+// and instance b takes the 10 the store gives: 12 units in half a
+// millisecond, where burst plus refill allow 10.005, an excess of 1.995:
+// the 2 units held across the refill, less the refill of the half
+// millisecond. Charged at the lease's end (500 ms, the
+// reference), the lease leaves the store a theoretical arrival time of
+// 800 ms, so b gets 6 units at 400 ms: 8 with a's, within the budget.
+func TestLeaseChargedAtGrantExceedsBudget(t *testing.T) {
+	const spec = "gcra:10/1s,burst=10,lease=3/500ms"
+	tests := []struct {
+		name     string
+		storeFor int // units the store gives b at 400 ms
+		want     Verdict
+		observed float64
+	}{
+		{"charged at grant", 10, Fail, 12},
+		{"charged at the lease's end", 6, Pass, 8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var h hist
+			h.add("k", 0, ms(0.5), adm, inst("a")) // takes the lease: 1 spent, 2 held
+			for range 2 {
+				h.add("k", ms(400), ms(400.5), adm, inst("a")) // leased units, spent locally
+			}
+			for range tt.storeFor {
+				h.add("k", ms(400), ms(400.5), adm, inst("b"))
+			}
+			h.add("k", ms(400), ms(400.5), rej, inst("b"), retryAfter(1))
+			res := result(t, h.check(t, spec), CheckBudget)
+			if res.Verdict != tt.want {
+				t.Fatalf("budget = %s (%s), want %s", res.Verdict, res.Explanation, tt.want)
+			}
+			if tt.want != Fail {
+				return
+			}
+			if excess := res.Observed - res.Bound; res.Observed != tt.observed || math.Abs(excess-(2-0.005)) > 1e-3 {
+				t.Errorf("budget: %v units of %v allowed, want %v of 10.005 (excess 1.995): %s", res.Observed, res.Bound, tt.observed, res.Explanation)
+			}
+			if len(res.Proof.RequestIDs) != 12 {
+				t.Errorf("proof names requests %v, want the 12 admitted at 400 ms", res.Proof.RequestIDs)
 			}
 		})
 	}

@@ -68,6 +68,7 @@ var mutants = []Mutant{
 	{Variant: faulty.NoMonotonicTime, Check: checker.CheckFalseRejections},
 	{Variant: faulty.NoFailover, Check: checker.CheckBudget},
 	{Variant: faulty.UnboundedConnections, Check: checker.CheckConnections},
+	{Variant: faulty.NaiveLease, Check: checker.CheckBudget},
 }
 
 // Mutants returns the whole suite, one Mutant per faulty variant, in

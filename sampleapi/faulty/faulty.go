@@ -32,6 +32,7 @@
 //	no-monotonic-time  per-key time follows the limiter's clock backwards: a step back locks clients out (false-rejections; case C12)
 //	no-failover        a plain client to the master as configured: a failover leaves it on a dead or demoted server (budget, failure-mode)
 //	unbounded-connections  nothing bounds its connections (pool, deadline, breaker): a slow Redis gets one per waiting request (redis-connections; case C18)
+//	naive-lease        a lease's units charged when granted, not at the lease's end: spent after the store refilled, they come on top of a full burst (budget)
 package faulty
 
 import (
@@ -76,6 +77,7 @@ const (
 	NoMonotonicTime       = "no-monotonic-time"
 	NoFailover            = "no-failover"
 	UnboundedConnections  = "unbounded-connections"
+	NaiveLease            = "naive-lease"
 )
 
 // DefaultNonAtomicDelay is the pause of NonAtomic between reading a key's
@@ -147,6 +149,7 @@ var variants = []Variant{
 	{Name: NoMonotonicTime, Fault: "per-key time follows the limiter's clock backwards: after a step back, a key's stored time lies ahead and its clients are rejected until the clock catches up", NeedsRedis: true, open: openNoMonotonicTime},
 	{Name: NoFailover, Fault: "a plain client to the Redis master as configured, never asking the Sentinel: after a failover it talks to a dead or demoted server", NeedsRedis: true, open: openNoFailover},
 	{Name: UnboundedConnections, Fault: "nothing bounds its connections to Redis (a pool without a bound, commands that outlive the store timeout, no circuit breaker): under a slow Redis every waiting request holds a connection of its own", NeedsRedis: true, OwnFailureMode: true, open: openUnboundedConnections},
+	{Name: NaiveLease, Fault: "a lease's units are charged when the store grants them, as a limiter that prefetches tokens does, where the reference charges them at the lease's end: units leased before the store refills, spent after it, come on top of a full burst", NeedsRedis: true, open: openNaiveLease},
 }
 
 // Names returns the names of every variant, in the order of the package

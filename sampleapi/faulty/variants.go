@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlbench/rlbench/limiter"
+	"github.com/rlbench/rlbench/limiter/lease"
 	"github.com/rlbench/rlbench/limiter/redisstore"
 	"github.com/rlbench/rlbench/limiter/resilience"
 )
@@ -396,4 +397,40 @@ func openUnboundedConnections(_ context.Context, _ Variant, env Env) (limiter.Li
 		Mode: resilience.FailOpen, Timeout: env.StoreTimeout, Breaker: never, Clock: env.Clock, Logger: env.Logger,
 	})
 	return r, func() error { return errors.Join(r.Close(), client.Close()) }, nil
+}
+
+// naiveLeaser is the reference Redis store whose leases are plain
+// decisions: LeaseN takes the lease's LeaseTokens units at once with
+// AllowN, charged at the time of the grant, as a limiter that prefetches a
+// batch of tokens for local use does. The reference charges a lease as if
+// spent at its end (limiter/lease.go), since the holder may spend it until
+// then: charged at the grant, units leased from a full bucket and spent
+// after the store has refilled come on top of the burst other instances
+// take from it meanwhile. A request of cost LeaseTokens or more, or one the
+// lease does not fit, is decided plainly, as the reference does.
+type naiveLeaser struct{ *redisstore.Store }
+
+func (s naiveLeaser) LeaseN(ctx context.Context, key string, n int64, l limiter.Limit) (limiter.Decision, limiter.Grant, error) {
+	if err := limiter.CheckRequest(n, []limiter.Limit{l}); err != nil {
+		return limiter.Decision{}, limiter.Grant{}, err
+	}
+	if l.Leased() && n < l.LeaseTokens {
+		d, err := s.Store.AllowN(ctx, key, l.LeaseTokens, l)
+		if err != nil {
+			return limiter.Decision{}, limiter.Grant{}, err
+		}
+		if d.Allowed {
+			return d, limiter.Grant{Tokens: l.LeaseTokens}, nil
+		}
+	}
+	d, err := s.Store.AllowN(ctx, key, n, l)
+	return d, limiter.Grant{}, err
+}
+
+// openNaiveLease is the sample API's reference route, package lease over
+// the Redis store, with the store's leases charged when granted
+// (naiveLeaser).
+func openNaiveLease(_ context.Context, _ Variant, env Env) (limiter.Limiter, func() error, error) {
+	client := newClient(env)
+	return lease.New(naiveLeaser{redisstore.New(client)}), client.Close, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rlbench/rlbench/limiter"
 	"github.com/rlbench/rlbench/limiter/httplimit"
+	"github.com/rlbench/rlbench/limiter/lease"
 	"github.com/rlbench/rlbench/limiter/redisstore"
 )
 
@@ -394,5 +395,43 @@ func TestRedisKeysOfWrappers(t *testing.T) {
 		if n := client.Exists(ctx, redisstore.New(client).StorageKey(key, l)).Val(); n != 1 {
 			t.Errorf("%s: the reference's key for %q is missing", name, key)
 		}
+	}
+}
+
+// TestNaiveLease: GCRA 10/s (burst 15) with leases of 5 units for 1 s, on
+// two instances. Instance a takes a lease from the full bucket (1 unit
+// spent, 4 held); 700 ms later, the bucket refilled and the lease not over,
+// a spends its 4 units and b takes what the store gives. Charged at the
+// lease's end, the reference's lease leaves b 5 units, 9 in all; charged
+// when granted, the naive lease leaves b the whole burst of 15, and a's 4
+// units come on top: 19 within milliseconds, over the burst.
+func TestNaiveLease(t *testing.T) {
+	_, env := redisEnv(t)
+	l := mustLimit(t, "gcra:10/1s,burst=15,lease=5/1s")
+	for _, tc := range []struct {
+		name    string
+		atMost  int
+		atLeast int
+	}{{"reference", 15, 0}, {NaiveLease, 100, 19}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var a, b limiter.Limiter
+			if tc.name == "reference" {
+				client := redis.NewClient(env.Redis)
+				t.Cleanup(func() { client.Close() })
+				a, b = lease.New(redisstore.New(client)), lease.New(redisstore.New(client))
+			} else {
+				a, b = open(t, NaiveLease, env), open(t, NaiveLease, env)
+			}
+			key := "lease-" + tc.name
+			if got := admittedOf(t, a, key, 1, l); got != 1 {
+				t.Fatalf("a: the lease's first request: %d admitted, want 1", got)
+			}
+			time.Sleep(700 * time.Millisecond) // 5 units of refill; the lease lasts 1 s
+			admitted := admittedOf(t, a, key, 4, l) + admittedOf(t, b, key, 30, l)
+			t.Logf("%d admitted", admitted)
+			if admitted > tc.atMost || admitted < tc.atLeast {
+				t.Fatalf("a's 4 leased units and b's 30 requests after the refill: %d admitted, want %d to %d (burst 15)", admitted, tc.atLeast, tc.atMost)
+			}
+		})
 	}
 }
