@@ -251,13 +251,13 @@ func (l Limit) validateLease(bad func(field, format string, args ...any) error) 
 	case l.Algorithm != GCRA && l.Algorithm != TokenBucket:
 		return bad("lease", "applies to gcra and token_bucket only, not %s; remove lease=%d/%v or use gcra", l.Algorithm, l.LeaseTokens, l.LeaseFor)
 	case l.LeaseTokens < 1:
-		return bad("lease", "%d tokens: a lease holds at least 1", l.LeaseTokens)
+		return bad("lease", "%d tokens: a lease holds at least 1; write lease=N/DURATION, as in lease=10/900ms", l.LeaseTokens)
 	case l.LeaseFor < minPeriod:
-		return bad("lease", "%v is shorter than the minimum %v", l.LeaseFor, minPeriod)
+		return bad("lease", "%v is shorter than the minimum %v; write lease=N/DURATION, as in lease=10/900ms", l.LeaseFor, minPeriod)
 	}
 	t := math.Ceil(float64(l.periodMicros()) / l.Rate)
 	if float64(l.LeaseFor/time.Microsecond)+float64(l.LeaseTokens)*t > float64(l.Burst)*t {
-		return bad("lease", "%d tokens for %v hold more than the burst %d", l.LeaseTokens, l.LeaseFor, l.Burst)
+		return bad("lease", "%d tokens for %v hold more than the burst %d (the tokens plus the %v of refill the duration brings); shorten the lease or lower its tokens", l.LeaseTokens, l.LeaseFor, l.Burst, l.LeaseFor.Seconds()*l.Rate/l.Period.Seconds())
 	}
 	return nil
 }
