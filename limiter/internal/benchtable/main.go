@@ -15,6 +15,11 @@
 //	-ratio 'VersusRedisRate/batched/*:store-decisions/s / VersusRedisRate/batched/*:redis_rate-decisions/s'
 //	-ratio 'OverheadVersusRedisRate:reference-p50-ms / OverheadVersusRedisRate:redis_rate-p50-ms'
 //
+// A ratio spec may end in a goal for the ratio, " >= BOUND" or " <= BOUND",
+// and its row then says whether the ratio of medians meets it:
+//
+//	-ratio 'VersusRedisRate/batched/*:store-decisions/s / VersusRedisRate/batched/*:redis_rate-decisions/s >= 4'
+//
 // A goal holds a benchmark's median to a bound, "NAME:METRIC <= BOUND" or
 // ">=", and the table of goals says whether each is met:
 //
@@ -69,34 +74,53 @@ func writeGoals(w io.Writer, results map[string]result, goals []string) error {
 	}
 	fmt.Fprintf(w, "\n| goal | benchmark | metric | median | bound | met |\n|---|---|---|---:|---:|---|\n")
 	for _, spec := range goals {
-		op := " <= "
-		lhs, rhs, ok := strings.Cut(spec, op)
-		if !ok {
-			op = " >= "
-			lhs, rhs, ok = strings.Cut(spec, op)
-		}
+		lhs, b, ok, err := cutBound(spec)
 		name, unit, hasUnit := strings.Cut(strings.TrimSpace(lhs), ":")
-		bound, err := strconv.ParseFloat(strings.TrimSpace(rhs), 64)
 		if !ok || !hasUnit || err != nil {
 			return fmt.Errorf("-goal %q: want NAME:METRIC <= BOUND or NAME:METRIC >= BOUND, as 'CheckFile/records=10M:ns/op <= 10e9'", spec)
 		}
 		vs := results[name][unit]
 		if len(vs) == 0 {
-			fmt.Fprintf(w, "| %s | %s | %s | (not run) | %s | |\n", spec, name, unit, format(bound))
+			fmt.Fprintf(w, "| %s | %s | %s | (not run) | %s | |\n", spec, name, unit, format(b.limit))
 			continue
 		}
 		m := median(vs)
-		met := m <= bound
-		if op == " >= " {
-			met = m >= bound
-		}
-		verdict := "yes"
-		if !met {
-			verdict = "NO"
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", spec, name, unit, format(m), format(bound), verdict)
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", spec, name, unit, format(m), format(b.limit), b.met(m))
 	}
 	return nil
+}
+
+// bound is a goal's side and limit: a value meets it when it is at most
+// (le) or at least (!le) limit.
+type bound struct {
+	le    bool
+	limit float64
+}
+
+func (b bound) met(v float64) string {
+	if b.le && v <= b.limit || !b.le && v >= b.limit {
+		return "yes"
+	}
+	return "NO"
+}
+
+func (b bound) String() string {
+	if b.le {
+		return "<= " + format(b.limit)
+	}
+	return ">= " + format(b.limit)
+}
+
+// cutBound splits "SPEC <= N" or "SPEC >= N" into SPEC and its bound; ok
+// is false when spec names no bound, err when the bound is not a number.
+func cutBound(spec string) (rest string, b bound, ok bool, err error) {
+	for _, op := range []string{" <= ", " >= "} {
+		if lhs, rhs, found := strings.Cut(spec, op); found {
+			limit, err := strconv.ParseFloat(strings.TrimSpace(rhs), 64)
+			return lhs, bound{le: op == " <= ", limit: limit}, true, err
+		}
+	}
+	return spec, bound{}, false, nil
 }
 
 // result is every run of one benchmark: unit → values.
@@ -181,12 +205,17 @@ func write(w io.Writer, results map[string]result, order []string, ratios []stri
 	if len(ratios) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\n| ours | anchor | metric | ours | anchor | ratio ours/anchor |\n|---|---|---|---:|---:|---:|\n")
+	fmt.Fprintf(w, "\n| ours | anchor | metric | ours | anchor | ratio ours/anchor | goal | met |\n|---|---|---|---:|---:|---:|---|---|\n")
 	for _, spec := range ratios {
-		oursSpec, anchorSpec, ok := strings.Cut(spec, " / ")
-		if !ok {
-			fmt.Fprintf(w, "| %s | (bad spec: want \"OURS / ANCHOR\") | | | | |\n", spec)
+		pair, goal, hasGoal, err := cutBound(spec)
+		oursSpec, anchorSpec, ok := strings.Cut(pair, " / ")
+		if !ok || err != nil {
+			fmt.Fprintf(w, "| %s | (bad spec: want \"OURS / ANCHOR\", then \" >= N\" or \" <= N\" if a goal) | | | | | | |\n", spec)
 			continue
+		}
+		goalCell := ""
+		if hasGoal {
+			goalCell = goal.String()
 		}
 		ours, oursUnit := side(oursSpec)
 		anchorPattern, anchorUnit := side(anchorSpec)
@@ -215,17 +244,22 @@ func write(w io.Writer, results map[string]result, order []string, ratios []stri
 			}
 			o, b := results[name][oUnit], a[aUnit]
 			if len(o) == 0 || len(b) == 0 {
-				fmt.Fprintf(w, "| %s | %s | %s / %s | (not reported) | | |\n", name, anchor, oUnit, aUnit)
+				fmt.Fprintf(w, "| %s | %s | %s / %s | (not reported) | | | %s | |\n", name, anchor, oUnit, aUnit, goalCell)
 				continue
 			}
 			metric := aUnit
 			if oUnit != aUnit {
 				metric = oUnit + " / " + aUnit
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.2f |\n", name, anchor, metric, format(median(o)), format(median(b)), median(o)/median(b))
+			ratio := median(o) / median(b)
+			met := ""
+			if hasGoal {
+				met = goal.met(ratio)
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.2f | %s | %s |\n", name, anchor, metric, format(median(o)), format(median(b)), ratio, goalCell, met)
 		}
 		if !matched {
-			fmt.Fprintf(w, "| %s | %s (not run) | | | | |\n", strings.TrimSpace(oursSpec), strings.TrimSpace(anchorSpec))
+			fmt.Fprintf(w, "| %s | %s (not run) | | | | | %s | |\n", strings.TrimSpace(oursSpec), strings.TrimSpace(anchorSpec), goalCell)
 		}
 	}
 }

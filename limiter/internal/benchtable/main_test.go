@@ -55,6 +55,34 @@ func TestTable(t *testing.T) {
 	}
 }
 
+func TestRatioGoals(t *testing.T) {
+	results, order, err := parse(strings.NewReader(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		spec, want string
+	}{
+		{"VersusRedisRate/batched/*:store-decisions/s / VersusRedisRate/batched/*:redis_rate-decisions/s >= 4",
+			"| 160000 | 45000 | 3.56 | >= 4.00 | NO |"},
+		{"VersusRedisRate/batched/*:store-decisions/s / VersusRedisRate/batched/*:redis_rate-decisions/s >= 3.5",
+			"| 3.56 | >= 3.50 | yes |"},
+		{"OverheadVersusRedisRate:reference-p50-ms / OverheadVersusRedisRate:redis_rate-p50-ms <= 0.6",
+			"| 0.20 | 0.25 | 0.80 | <= 0.60 | NO |"},
+		{"OverheadVersusRedisRate:reference-p99-ms / OverheadVersusRedisRate:redis_rate-p99-ms <= 1.2",
+			"| 1.20 | <= 1.20 | yes |"},
+		{"MemoryStore/*/keys=10000 / AnchorXTimeRate/keys=10000", "| 0.55 |  |  |"}, // no goal, no verdict
+		{"Nothing/* / AnchorXTimeRate/keys=10000 >= 1", "(not run) | | | | | >= 1.00 | |"},
+		{"VersusRedisRate/batched/* / X >= four", "bad spec"},
+	} {
+		var out bytes.Buffer
+		write(&out, results, order, []string{tc.spec})
+		if !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%s: table lacks %q:\n%s", tc.spec, tc.want, out.String())
+		}
+	}
+}
+
 func TestParseRejectsGarbage(t *testing.T) {
 	if _, _, err := parse(strings.NewReader("BenchmarkX-2 10 fast ns/op\n")); err == nil {
 		t.Fatal("a non-numeric value parsed")
