@@ -46,8 +46,22 @@ func (r *ratioFlag) Set(v string) error { *r = append(*r, v); return nil }
 
 func main() {
 	var ratios, goals ratioFlag
-	flag.Var(&ratios, "ratio", "`OURS / ANCHOR` pair to compare (repeatable)")
+	flag.Var(&ratios, "ratio", "`OURS / ANCHOR` pair to compare, optionally ending in a goal for the ratio, ' >= 4' or ' <= 0.6' (repeatable)")
 	flag.Var(&goals, "goal", "`NAME:METRIC <= BOUND` (or >=) a median must meet (repeatable)")
+	flag.Usage = func() {
+		fmt.Fprint(flag.CommandLine.Output(), `usage: go test -bench ... | benchtable [-ratio SPEC]... [-goal SPEC]...
+
+Reads go test -bench output on standard input and prints the median of every
+benchmark over its runs, the ratios of ours to the anchors, and the goals met.
+A ratio compares decisions/s when the anchor reports it (above 1: ours is
+faster), else ns/op (below 1: ours is faster); a side may name its metric
+after a colon, as 'Overhead:reference-p50-ms / Overhead:redis_rate-p50-ms'
+(below 1: ours adds less). A '*' in OURS matches any run of characters but
+'/', and stands in ANCHOR for what it matched.
+
+`)
+		flag.PrintDefaults()
+	}
 	flag.Parse()
 	results, order, err := parse(os.Stdin)
 	if err != nil {
@@ -56,6 +70,11 @@ func main() {
 	}
 	if len(order) == 0 {
 		fmt.Fprintln(os.Stderr, "benchtable: no benchmark lines on standard input")
+		os.Exit(2)
+	}
+	// A bad goal is refused before any table is printed.
+	if err := writeGoals(io.Discard, results, goals); err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable:", err)
 		os.Exit(2)
 	}
 	write(os.Stdout, results, order, ratios)
