@@ -22,6 +22,16 @@ if redis.replicate_commands then
 end
 ttl_slack = tonumber(ARGV[1])
 
+-- int is tonumber(s) for an ARGV integer; "1", the usual cost and number
+-- of limits, is compared (strings are interned: one pointer comparison)
+-- instead of converted, which costs as much as a Redis GET.
+local function int(s)
+  if s == '1' then
+    return 1
+  end
+  return tonumber(s)
+end
+
 -- spec parses a limit spec into its algorithm's decide function, interval
 -- and capacity, remembering the last one: a batch repeats the same few
 -- limits, and one remembered spec costs no table.
@@ -30,6 +40,9 @@ local function spec(s)
   if s ~= last_spec then
     local alg, t, cap = string.match(s, '^(%S+) (%d+) (%d+)$')
     local decide = algorithms[alg]
+    if decide == nil and lease_of and alg then
+      decide = lease_of(alg)
+    end
     if decide == nil then
       error('rlbench: unknown limit spec ' .. tostring(s))
     end
@@ -46,10 +59,12 @@ end
 local function decide_request(kbase, abase, k, n)
   if k == 1 then -- the common case, without the bookkeeping below
     local decide, t, cap = spec(ARGV[abase])
-    local o, commit, rebase = decide(KEYS[kbase + 1], t, cap, n)
-    if n > 0 then
+    local o, commit, rebase = decide(KEYS[kbase + 1], t, cap, n, true)
+    if n > 0 then -- an algorithm that made its own writes returned neither
       if o[1] == 1 then
-        commit()
+        if commit then
+          commit()
+        end
       elseif rebase then
         rebase()
       end
@@ -59,7 +74,7 @@ local function decide_request(kbase, abase, k, n)
   local outcomes, commits, rebases, admitted = {}, {}, {}, true
   for i = 1, k do
     local decide, t, cap = spec(ARGV[abase + i - 1])
-    outcomes[i], commits[i], rebases[i] = decide(KEYS[kbase + i], t, cap, n)
+    outcomes[i], commits[i], rebases[i] = decide(KEYS[kbase + i], t, cap, n, false)
     if outcomes[i][1] == 0 then
       admitted = false
     end
@@ -81,7 +96,7 @@ local function decide_request(kbase, abase, k, n)
     for i = 1, k do
       if outcomes[i][1] == 1 then
         local decide, t, cap = spec(ARGV[abase + i - 1])
-        outcomes[i] = decide(KEYS[kbase + i], t, cap, 0)
+        outcomes[i] = decide(KEYS[kbase + i], t, cap, 0, false)
       end
     end
   end
@@ -108,7 +123,7 @@ local function run()
       now = tonumber(ARGV[a])
     end
     local at = a + (own_time and 1 or 0)
-    local n, k = tonumber(ARGV[at]), tonumber(ARGV[at + 1])
+    local n, k = int(ARGV[at]), int(ARGV[at + 1])
     local o = decide_request(kbase, at + 2, k, n)
     if k == 1 and r == 0 and at + 3 > nargs then
       reply, r = o, #o -- the only request: its outcome is the reply, built once

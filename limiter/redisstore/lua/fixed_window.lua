@@ -10,8 +10,8 @@ local function fw_write(key, start, count, left)
 end
 
 algorithms['fixed_window'] = function(key, w, limit, n)
-  local start, count, back = window_start(w), 0, 0
-  local a, b, seen = state(key, 3)
+  local start, count, back = idiv(now, w) * w, 0, 0
+  local a, b, seen = state(key, three, two)
   if a then
     back = step_back(seen or a) -- an earlier version's state: written at or after its start
     if now < (a - back) + w then -- the stored window still runs

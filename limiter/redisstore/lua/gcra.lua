@@ -5,39 +5,62 @@
 -- set it is the leaky bucket as a queue, whose admitted requests wait for
 -- their slot.
 
+-- quo is Go's integer division a / b (truncated toward zero), b > 0.
+local function quo(a, b)
+  if a < 0 then
+    return -idiv(-a, b)
+  end
+  return idiv(a, b)
+end
+
 -- gcra_write stores the TAT at offset tat from now.
 local function gcra_write(key, tat)
   redis.call('SET', key, string.format('%d %d', now + tat, now), 'PX', ttl(tat))
 end
 
-local function gcra(key, t, burst, n, delay)
+local function gcra(key, t, burst, n, alone, delay)
   local capacity = burst * t
   local tat, back = 0, 0 -- offset of the theoretical arrival time from now
-  local stored, seen = state(key, 2)
+  local stored, seen = state(key, two, '^(%-?%d+)$')
   if stored then
     -- A state of an earlier version kept no seen: its write was at least
     -- at the TAT minus the burst's span.
     back = step_back(seen or (stored - capacity))
     tat = math.max((stored - back) - now, 0)
   end
-  local rebase
-  if back > 0 then
-    rebase = function() gcra_write(key, tat) end
-  end
   local new_tat = tat + math.max(n, 1) * t
-  if new_tat > capacity then
-    return {0, quo(capacity - tat, t), tat, new_tat - capacity, 0}, nil, rebase
-  end
-  if n == 0 then
-    return {1, quo(capacity - tat, t), tat, 0, 0}, nil, rebase
+  if new_tat > capacity or n == 0 then
+    local o
+    if new_tat > capacity then
+      o = {0, quo(capacity - tat, t), tat, new_tat - capacity, 0}
+    else -- a peek that fits
+      o = {1, quo(capacity - tat, t), tat, 0, 0}
+    end
+    if back == 0 then
+      return o
+    elseif alone then
+      if n > 0 then
+        gcra_write(key, tat)
+      end
+      return o
+    end
+    return o, nil, function() gcra_write(key, tat) end
   end
   local wait = 0
   if delay then
     wait = tat
   end
-  return {1, quo(capacity - new_tat, t), new_tat, 0, wait}, function() gcra_write(key, new_tat) end, rebase
+  local o = {1, quo(capacity - new_tat, t), new_tat, 0, wait}
+  if alone then
+    gcra_write(key, new_tat)
+    return o
+  end
+  local rebase
+  if back > 0 then
+    rebase = function() gcra_write(key, tat) end
+  end
+  return o, function() gcra_write(key, new_tat) end, rebase
 end
 
-algorithms['gcra'] = function(key, t, burst, n)
-  return gcra(key, t, burst, n, false)
-end
+-- The GCRA's decide function is gcra itself, delay nil.
+algorithms['gcra'] = gcra

@@ -8,27 +8,34 @@
 -- 2^53 (285 years of microseconds). Times are turned into offsets from now
 -- before they are multiplied or added, so waits stay exact even when the
 -- absolute times they derive from do not. Numbers written to Redis go through
--- string.format('%d'), never tostring, which would print 1e+15.
+-- string.format('%d'), never tostring, which would print 1e+15. Lua 5.1's
+-- '%d' converts to a C long, 64 bits on the 64-bit platforms Redis runs on:
+-- exact for every value the scripts write, and twice as fast as '%.0f'.
 
 -- now is the decision's time in microseconds; ttl_slack is milliseconds
 -- added to every TTL. decide.lua sets both.
 local now, ttl_slack
 
 -- algorithms maps an algorithm's name to its decide function:
---   decide(key, interval, capacity, n) -> outcome, commit, rebase
+--   decide(key, interval, capacity, n, alone) -> outcome, commit, rebase
 -- outcome is {allowed (0/1), remaining, reset_after, retry_after, delay} in
 -- units and microseconds; commit, when the request is admitted with n > 0,
 -- writes the new state and its TTL; rebase, when the clock stepped back
 -- behind the state's last write, writes the state moved back, uncharged, and
--- its TTL (see step_back). decide itself never writes.
+-- its TTL (see step_back). With alone false decide never writes. With alone
+-- true (the limit is its request's only one) decide may instead make those
+-- writes itself, as the dispatcher would at once: the commit when it admits
+-- with n > 0, the rebase when it rejects with n > 0; it then returns no
+-- function for them, and creates none.
+--
+-- The script is one function that Redis runs whole on every evaluation,
+-- creating every closure and table it defines anew: the files define only
+-- what their algorithms use, and the hot paths create no closure.
 local algorithms = {}
 
--- fmt formats an integer-valued number without an exponent. Lua 5.1's '%d'
--- converts to a C long, 64 bits on the 64-bit platforms Redis runs on: exact
--- for every value the scripts write, and twice as fast as '%.0f'.
-local function fmt(x)
-  return string.format('%d', x)
-end
+-- lease_of, when lease.lua is part of the script, returns the decide
+-- function of a lease spec's algorithm name, or nil (see lease.lua).
+local lease_of
 
 -- idiv is floor(a / b) for integer-valued a and b > 0, corrected for the
 -- rounding of the double quotient.
@@ -42,50 +49,39 @@ local function idiv(a, b)
   return q
 end
 
--- quo is Go's integer division a / b (truncated toward zero), b > 0.
-local function quo(a, b)
-  if a < 0 then
-    return -idiv(-a, b)
-  end
-  return idiv(a, b)
-end
-
--- window_start is the start of the aligned window of length w holding now.
-local function window_start(w)
-  return idiv(now, w) * w
-end
-
 -- ttl is the PX argument for state that is fresh again in us microseconds:
 -- rounded up to whole milliseconds plus one, so Redis never expires a key
--- before its state would decide like a fresh key's.
+-- before its state would decide like a fresh key's. It is formatted with
+-- '%d', a C long: a number passed to redis.call as it is would be written
+-- as 1e+08 by some Redis versions, which PX refuses.
 local function ttl(us)
-  return fmt(math.ceil(us / 1000) + 1 + ttl_slack)
+  return string.format('%d', math.ceil(us / 1000) + 1 + ttl_slack)
 end
 
--- state reads a key written as space-separated integers and returns them:
--- fields of them, the last being seen, the time of the write; or, from a
--- store of an earlier version that kept no seen, fields - 1 of them and nil
--- for seen. It returns nothing when the key is absent.
-local state_patterns = {
-  '^(%-?%d+)$',
-  '^(%-?%d+) (%-?%d+)$',
-  '^(%-?%d+) (%-?%d+) (%-?%d+)$',
-  '^(%-?%d+) (%-?%d+) (%-?%d+) (%-?%d+)$',
-}
-local function state(key, fields)
+-- state reads a key written as space-separated integers and returns them,
+-- parsed with pattern (fields of them, the last being seen, the time of the
+-- write) or, from a store of an earlier version that kept no seen, with
+-- older (one field fewer; seen is then nil). It returns nothing when the key
+-- is absent. The patterns are the files' string constants, so no call
+-- creates a table.
+local function state(key, pattern, older)
   local v = redis.call('GET', key)
   if not v then
     return nil
   end
-  local a, b, c, d = string.match(v, state_patterns[fields])
+  local a, b, c, d = string.match(v, pattern)
   if not a then
-    a, b, c, d = string.match(v, state_patterns[fields - 1])
+    a, b, c, d = string.match(v, older)
     if not a then
       error('rlbench: malformed rate-limit state at ' .. key)
     end
   end
   return tonumber(a), b and tonumber(b), c and tonumber(c), d and tonumber(d)
 end
+
+-- The patterns of states of two, three and four fields.
+local two = '^(%-?%d+) (%-?%d+)$'
+local three = '^(%-?%d+) (%-?%d+) (%-?%d+)$'
 
 -- Per-key time never runs backwards (see limiter/algorithms.go): a state
 -- written at seen, after which the clock stepped back to now, is decided

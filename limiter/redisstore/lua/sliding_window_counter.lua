@@ -11,8 +11,8 @@ local function swc_write(key, w, start, prev, curr)
 end
 
 algorithms['sliding_window_counter'] = function(key, w, limit, n)
-  local start, prev, curr, back = window_start(w), 0, 0, 0
-  local a, b, c, seen = state(key, 4)
+  local start, prev, curr, back = idiv(now, w) * w, 0, 0, 0
+  local a, b, c, seen = state(key, '^(%-?%d+) (%-?%d+) (%-?%d+) (%-?%d+)$', three)
   if a then
     back = step_back(seen or a) -- an earlier version's state: written at or after its start
     a = a - back

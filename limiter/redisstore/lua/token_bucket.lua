@@ -7,9 +7,9 @@ local function tb_write(key, t, burst, tokens, last)
   redis.call('SET', key, string.format('%d %d %d', tokens, last, now), 'PX', ttl((last - now) + (burst - tokens) * t))
 end
 
-algorithms['token_bucket'] = function(key, t, burst, n)
+algorithms['token_bucket'] = function(key, t, burst, n, alone)
   local tokens, last, back = burst, now, 0 -- a fresh key: a full bucket
-  local a, b, seen = state(key, 3)
+  local a, b, seen = state(key, three, two)
   if a then
     back = step_back(seen or b)
     tokens, last = a, b - back
@@ -23,18 +23,34 @@ algorithms['token_bucket'] = function(key, t, burst, n)
       tokens, last = tokens + refill, last + refill * t -- keep the partial interval
     end
   end
-  local rebase
-  if back > 0 then
-    rebase = function() tb_write(key, t, burst, tokens, last) end
-  end
   local ask = math.max(n, 1)
   if tokens < ask then -- then tokens < burst: the reset is the refill
-    return {0, tokens, (last - now) + (burst - tokens) * t, (last - now) + (ask - tokens) * t, 0}, nil, rebase
+    local o = {0, tokens, (last - now) + (burst - tokens) * t, (last - now) + (ask - tokens) * t, 0}
+    if back == 0 then
+      return o
+    elseif alone then
+      if n > 0 then
+        tb_write(key, t, burst, tokens, last)
+      end
+      return o
+    end
+    return o, nil, function() tb_write(key, t, burst, tokens, last) end
   end
   local left = tokens - n
   local reset = 0
   if left < burst then
     reset = (last - now) + (burst - left) * t
   end
-  return {1, left, reset, 0, 0}, function() tb_write(key, t, burst, left, last) end, rebase
+  local o = {1, left, reset, 0, 0}
+  if alone then
+    if n > 0 then
+      tb_write(key, t, burst, left, last)
+    end
+    return o
+  end
+  local rebase
+  if back > 0 then
+    rebase = function() tb_write(key, t, burst, tokens, last) end
+  end
+  return o, function() tb_write(key, t, burst, left, last) end, rebase
 end
