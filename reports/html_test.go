@@ -665,7 +665,7 @@ func TestChartsDrawTheClaim(t *testing.T) {
 	writeRunRecord(t, dir, rr)
 	doc := parse(t, render(t, dir))
 	got := figure(t, doc, sc.name, "budget-0")
-	if !strings.Contains(got, "10 req/s (burst 5)") || strings.Contains(got, "100 req/s") || !strings.Contains(got, "violation interval") {
+	if !strings.Contains(got, "10 req/s (burst 5, token bucket)") || strings.Contains(got, "100 req/s") || !strings.Contains(got, "violation interval") {
 		t.Errorf("budget chart of a claimed route:\n%s", got)
 	}
 
