@@ -163,12 +163,13 @@ func (l Limit) String() string {
 	return fmt.Sprintf("%s req/%s (burst %d, %s)", rate, per, l.Burst, alg)
 }
 
-// scope is l as results name their scope: String, with the algorithm of
+// Scope is l as results name their scope (Result.Scope of the budget
+// checks, and each limit in a rule's): String, with the algorithm of
 // every bucket (a token bucket's too), the lease and the name when l has
 // them, so that limits that differ in any of these never share a label:
 // "10 req/s (burst 20, token bucket)", "1000 req/s (burst 1000, gcra,
 // lease=10/900ms)", "60 req/min (burst 10, gcra, name=minute)".
-func (l Limit) scope() string {
+func (l Limit) Scope() string {
 	s := l.String()
 	var extra []string
 	if l.Algorithm == TokenBucket && l.Start == StartAligned {

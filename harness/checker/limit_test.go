@@ -359,7 +359,7 @@ func TestLimitScope(t *testing.T) {
 		{"fixed_window:100/1m", "100 req/min (fixed window)"},
 		{"fixed_window:10/5s,start=first,name=w", "10 req/5s (fixed window from first request, name=w)"},
 	} {
-		if got := mustLimit(t, tt.spec).scope(); got != tt.want {
+		if got := mustLimit(t, tt.spec).Scope(); got != tt.want {
 			t.Errorf("scope of %s = %q, want %q", tt.spec, got, tt.want)
 		}
 	}
