@@ -284,10 +284,12 @@ func (l Limit) Validate() error {
 	return l.validateLease(bad)
 }
 
-// validateLease checks the lease option of a valid bucket limit: tokens at
-// least 1, a duration of at least MinPeriod, and both held together
-// (tokens plus the refill the duration brings) within the burst, so that a
-// grant fits in a bucket that was full.
+// validateLease checks the lease option of a valid bucket limit: at least
+// 2 tokens (a store grants a lease only when it holds more units than the
+// request's cost, so a 1-token lease would never be granted), a duration
+// of at least MinPeriod, and both held together (tokens plus the refill the
+// duration brings) within the burst, so that a grant fits in a bucket that
+// was full.
 func (l Limit) validateLease(bad func(field, format string, args ...any) error) error {
 	if !l.Leased() {
 		return nil
@@ -295,16 +297,69 @@ func (l Limit) validateLease(bad func(field, format string, args ...any) error) 
 	switch {
 	case l.Algorithm != GCRA && l.Algorithm != TokenBucket:
 		return bad("lease", "applies to gcra and token_bucket only, not %s; remove lease=%d/%v or use gcra", l.Algorithm, l.LeaseTokens, l.LeaseFor)
-	case l.LeaseTokens < 1:
-		return bad("lease", "%d tokens: a lease holds at least 1; write lease=N/DURATION, as in lease=10/900ms", l.LeaseTokens)
+	case l.LeaseTokens < 2:
+		return bad("lease", "lease=%d/%s never grants: a store grants a lease only when it holds more units than the request's cost, so a lease needs at least 2 tokens; write lease=N/DURATION with N of 2 or more, as in lease=10/900ms, or remove it", l.LeaseTokens, leaseDuration(l.LeaseFor))
 	case l.LeaseFor < MinPeriod:
 		return bad("lease", "%v is shorter than the minimum %v; write lease=N/DURATION, as in lease=10/900ms", l.LeaseFor, MinPeriod)
 	}
-	t := math.Ceil(float64(l.PeriodMicros()) / l.Rate)
-	if float64(l.LeaseFor/time.Microsecond)+float64(l.LeaseTokens)*t > float64(l.Burst)*t {
-		return bad("lease", "%d tokens for %v hold more than the burst %d (the tokens plus the %v of refill the duration brings); shorten the lease or lower its tokens", l.LeaseTokens, l.LeaseFor, l.Burst, l.LeaseFor.Seconds()*l.Rate/l.Period.Seconds())
+	t := math.Ceil(float64(l.PeriodMicros()) / l.Rate) // µs per unit
+	hold := float64(l.LeaseFor/time.Microsecond) / t   // the refill the duration brings, in units
+	if hold+float64(l.LeaseTokens) > float64(l.Burst) {
+		var fits []string // the largest tokens, then the longest duration, that fit
+		if n := l.Burst - int64(math.Ceil(hold)); n >= 2 {
+			fits = append(fits, fmt.Sprintf("lease=%d/%s", n, leaseDuration(l.LeaseFor)))
+		}
+		if d := time.Duration(float64(l.Burst-l.LeaseTokens)*t) * time.Microsecond; d >= MinPeriod {
+			fits = append(fits, fmt.Sprintf("lease=%d/%s", l.LeaseTokens, leaseDuration(d)))
+		}
+		fix := "lower its tokens and its duration"
+		if len(fits) > 0 {
+			fix = "lower it to " + strings.Join(fits, " or ")
+		}
+		return bad("lease", "lease=%d/%s holds %d + %s of refill = %s units, more than the burst %d; %s", l.LeaseTokens, leaseDuration(l.LeaseFor), l.LeaseTokens, units(hold), units(hold+float64(l.LeaseTokens)), l.Burst, fix)
 	}
 	return nil
+}
+
+// leaseDuration formats a lease's duration readably: d.String() without
+// zero trailing units, in days when it is a whole number of them ("30d").
+func leaseDuration(d time.Duration) string {
+	const day = 24 * time.Hour
+	if d >= day && d%day == 0 {
+		return strconv.FormatInt(int64(d/day), 10) + "d"
+	}
+	return compactDuration(d)
+}
+
+// units formats a number of units for messages in full ("360000000",
+// never "3.6e+08"), to at most two decimals.
+func units(v float64) string {
+	s := strconv.FormatFloat(v, 'f', 2, 64)
+	return strings.TrimSuffix(strings.TrimRight(s, "0"), ".")
+}
+
+// CheckLeaseAlone reports an error when limits, applied together to the
+// same requests (one rule: a route's policies, a plan's tiers), are several
+// and one of them declares a lease: package lease decides only a request
+// under one limit locally, and sends every other to the store, so such a
+// lease would never be taken. It returns the index of that limit and an
+// error wrapping ErrInvalidLimit that names it and the fix, or -1 and nil.
+func CheckLeaseAlone(limits []Limit) (int, error) {
+	if len(limits) < 2 {
+		return -1, nil
+	}
+	for i, l := range limits {
+		if l.Leased() {
+			return i, fmt.Errorf("%w: lease: lease=%d/%s: %s", ErrInvalidLimit, l.LeaseTokens, leaseDuration(l.LeaseFor), leaseAloneText(len(limits)))
+		}
+	}
+	return -1, nil
+}
+
+// leaseAloneText is the reason and fix of CheckLeaseAlone's error, for a
+// rule of n limits.
+func leaseAloneText(n int) string {
+	return fmt.Sprintf("a lease applies to a rule of one limit, and this one has %d; remove lease= or split the route's policies", n)
 }
 
 func algorithmList() string {

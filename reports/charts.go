@@ -427,7 +427,7 @@ func quoteAll(ss []string) []string {
 func (rd *routeDigest) ownChecks(checks []checker.Result) []checker.Result {
 	var out []checker.Result
 	for _, r := range checks {
-		if r.Name == checker.CheckBudget && r.Scope != "" && !slices.ContainsFunc(rd.limits, func(l limiter.Limit) bool { return l.String() == r.Scope }) {
+		if r.Name == checker.CheckBudget && r.Scope != "" && !slices.ContainsFunc(rd.limits, func(l limiter.Limit) bool { return limitScope(l) == r.Scope }) {
 			continue
 		}
 		out = append(out, r)
@@ -621,7 +621,7 @@ func violationBounds(rd *routeDigest, checks []checker.Result, keys []string, li
 	var out []*plotter.Line
 	for _, r := range violations(checks, keys) {
 		i := slices.Index(keys, r.Proof.Key)
-		li := slices.IndexFunc(rd.limits, func(l limiter.Limit) bool { return l.String() == r.Scope && !l.Algorithm.IsWindow() })
+		li := slices.IndexFunc(rd.limits, func(l limiter.Limit) bool { return limitScope(l) == r.Scope && !l.Algorithm.IsWindow() })
 		if i < 0 || li < 0 {
 			continue
 		}

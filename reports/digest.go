@@ -590,11 +590,18 @@ func instanceLabel(name string) string {
 	return name
 }
 
-// limitsLabel names a route's limits for captions.
+// limitScope is l as the checker's results name it (checker.Limit.Scope),
+// so that a budget result finds its limit's chart.
+func limitScope(l limiter.Limit) string {
+	return checker.Limit{Name: l.Name, Algorithm: checker.Algorithm(l.Algorithm), Rate: l.Rate, Period: l.Period, Burst: l.Burst,
+		Start: checker.WindowStart(l.Start), Idle: l.Idle, LeaseTokens: l.LeaseTokens, LeaseFor: l.LeaseFor}.Scope()
+}
+
+// limitsLabel names a route's limits for captions, as results do.
 func (rd *routeDigest) limitsLabel() string {
 	names := make([]string, len(rd.limits))
 	for i, l := range rd.limits {
-		names[i] = l.String()
+		names[i] = limitScope(l)
 	}
 	route := rd.route
 	if route == "" {

@@ -665,19 +665,19 @@ func TestChartsDrawTheClaim(t *testing.T) {
 	writeRunRecord(t, dir, rr)
 	doc := parse(t, render(t, dir))
 	got := figure(t, doc, sc.name, "budget-0")
-	if !strings.Contains(got, "10 req/s (burst 5)") || strings.Contains(got, "100 req/s") || !strings.Contains(got, "violation interval") {
+	if !strings.Contains(got, "10 req/s (burst 5, token bucket)") || strings.Contains(got, "100 req/s") || !strings.Contains(got, "violation interval") {
 		t.Errorf("budget chart of a claimed route:\n%s", got)
 	}
 
 	burst9, burst10 := mustParse(t, "gcra:10/1s,burst=9"), mustParse(t, "token_bucket:10/1s,burst=10")
 	checks := []checker.Result{
-		{Name: checker.CheckBudget, Scope: burst9.String(), Verdict: checker.Fail},
-		{Name: checker.CheckBudget, Scope: burst10.String(), Verdict: checker.Pass},
+		{Name: checker.CheckBudget, Scope: limitScope(burst9), Verdict: checker.Fail},
+		{Name: checker.CheckBudget, Scope: limitScope(burst10), Verdict: checker.Pass},
 		{Name: checker.CheckRetryAfter, Verdict: checker.Fail},
 	}
 	rd := &routeDigest{limits: []limiter.Limit{burst10}}
 	own := rd.ownChecks(checks)
-	if len(own) != 2 || own[0].Scope != burst10.String() || own[1].Name != checker.CheckRetryAfter {
+	if len(own) != 2 || own[0].Scope != limitScope(burst10) || own[1].Name != checker.CheckRetryAfter {
 		t.Errorf("ownChecks of %s = %+v, want its own budget and the retry-after check", burst10, own)
 	}
 }

@@ -357,6 +357,35 @@ func (c *Config) errorAt(format string, path []any, args ...any) error {
 	return doc.Errorf(fieldName(path), format, args...)
 }
 
+// checkLeases reports a lease among a route's limits (at path) that would
+// never be taken: package lease leases only for a request under one limit,
+// so the lease must be the route's only limit, and no caller may bring a
+// plan's limits beside it (keys, postgres, any_key_plan, anonymous).
+func (c *Config) checkLeases(limits []limiter.Limit, path ...any) error {
+	if j, err := limiter.CheckLeaseAlone(limits); err != nil {
+		return c.errorAt("%w", append(path, j), err)
+	}
+	var plans []string
+	for _, p := range []struct {
+		field string
+		set   bool
+	}{
+		{"keys", len(c.Keys) > 0}, {"postgres", c.Postgres != ""},
+		{"any_key_plan", c.AnyKeyPlan != nil}, {"anonymous", c.Anonymous != nil},
+	} {
+		if p.set {
+			plans = append(plans, p.field)
+		}
+	}
+	for j, l := range limits {
+		if l.Leased() && len(plans) > 0 {
+			return c.errorAt("%w: lease: lease=%d/%v: a lease applies to a rule of one limit, and callers with a plan (%s) are held to its limits beside the route's; remove lease= or the plans",
+				append(path, j), limiter.ErrInvalidLimit, l.LeaseTokens, l.LeaseFor, strings.Join(plans, ", "))
+		}
+	}
+	return nil
+}
+
 func fieldName(path []any) string {
 	var b strings.Builder
 	for _, p := range path {
@@ -519,6 +548,9 @@ func (c *Config) Validate() error {
 				return c.errorAt("%w", []any{"routes", name, "limits", i}, err)
 			}
 		}
+		if err := c.checkLeases(rc.Limits, "routes", name, "limits"); err != nil {
+			return err
+		}
 	}
 	taken := reservedPatterns()
 	for i, r := range c.ExtraRoutes {
@@ -553,6 +585,9 @@ func (c *Config) Validate() error {
 			if err := l.Validate(); err != nil {
 				return c.errorAt("%w", []any{"extra_routes", i, "limits", j}, err)
 			}
+		}
+		if err := c.checkLeases(r.Limits, "extra_routes", i, "limits"); err != nil {
+			return err
 		}
 	}
 	seen := map[string]int{}

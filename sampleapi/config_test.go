@@ -172,6 +172,21 @@ func TestConfigErrors(t *testing.T) {
 			want: `test.yaml:1: max_concurrent_requests: -1 is negative`,
 		},
 		{
+			name: "lease beside a route's other limit",
+			yaml: "store: memory\nroutes:\n  data:\n    limits: [\"fixed_window:1000/1m\", \"gcra:50/1s,burst=20,lease=5/200ms\"]\n",
+			want: `test.yaml:4: routes.data.limits[1]: invalid limit: lease: lease=5/200ms: a lease applies to a rule of one limit, and this one has 2; remove lease= or split the route's policies`,
+		},
+		{
+			name: "lease beside the callers' plans",
+			yaml: "store: memory\nkeys:\n  - {key: k1, rate_limit_per_minute: 60, rate_limit_burst: 10}\nextra_routes:\n  - path: /api/items\n    limits: [\"gcra:50/1s,burst=20,lease=5/200ms\"]\n",
+			want: `test.yaml:6: extra_routes[0].limits[0]: invalid limit: lease: lease=5/200ms: a lease applies to a rule of one limit, and callers with a plan (keys) are held to its limits beside the route's; remove lease= or the plans`,
+		},
+		{
+			name: "lease of one token",
+			yaml: "store: memory\nany_key: true\nextra_routes:\n  - path: /api/items\n    limits: [\"gcra:50/1s,burst=20,lease=1/200ms\"]\n",
+			want: `test.yaml:5: extra_routes[0].limits[0]: invalid limit: lease: lease=1/200ms never grants: a store grants a lease only when it holds more units than the request's cost, so a lease needs at least 2 tokens; write lease=N/DURATION with N of 2 or more, as in lease=10/900ms, or remove it`,
+		},
+		{
 			name: "wrong type",
 			yaml: "shadow: maybe\n",
 			want: "test.yaml:1: shadow: cannot unmarshal !!str `maybe` into true or false",
@@ -194,6 +209,17 @@ func TestConfigErrors(t *testing.T) {
 				t.Fatalf("error %T is not a *yamlstrict.Error wrapping ErrInvalidConfig", err)
 			}
 		})
+	}
+}
+
+// A lease alone on a route, with no plan beside it, is served.
+func TestConfigLeaseAlone(t *testing.T) {
+	cfg, err := ParseConfig("test.yaml", []byte("store: memory\nany_key: true\nextra_routes:\n  - path: /api/items\n    limits: [\"gcra:50/1s,burst=20,lease=5/200ms\"]\n"))
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -187,12 +187,15 @@ type SamplePlan struct {
 // SamplePlanOf returns limits as a sample API plan: one gcra or
 // token_bucket limit (at any period; "gcra:10/1s,burst=10" is 600 a
 // minute), and optionally one fixed_window limit over 30 days
-// ("fixed_window:10000/30d"). The error says what does not fit.
+// ("fixed_window:10000/30d"), neither with a lease. The error says what
+// does not fit.
 func SamplePlanOf(limits []limiter.Limit) (SamplePlan, error) {
 	var p SamplePlan
 	tier, month := false, false
 	for _, l := range limits {
 		switch {
+		case l.Leased():
+			return SamplePlan{}, fmt.Errorf("%s declares a lease, and a sample API plan takes none (its keys would be decided without one); remove lease=", l.Spec())
 		case (l.Algorithm == limiter.GCRA || l.Algorithm == limiter.TokenBucket) && !tier:
 			tier = true
 			p.Algorithm, p.Burst = l.Algorithm, l.Burst

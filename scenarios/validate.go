@@ -297,6 +297,9 @@ func (v *validator) target(r *rawTarget) Target {
 			}
 			rt.Policies = append(rt.Policies, l)
 		}
+		if j, err := limiter.CheckLeaseAlone(rt.Policies); err != nil {
+			v.fail(fmt.Sprintf("%s.policies[%d]", field, j), "%w", err)
+		}
 		if rr.Limiter != "" {
 			v.routeLimiter(field, r, rr.Limiter, &rt)
 		}

@@ -65,6 +65,10 @@ func (v *validator) groups(r *rawIdentities, id *Identities) {
 			}
 			g.Policies = append(g.Policies, l)
 		}
+		if j, err := limiter.CheckLeaseAlone(g.Policies); err != nil {
+			l := g.Policies[j]
+			v.fail(fmt.Sprintf("%s.policies[%d]", field, j), "%w: lease: lease=%d/%v: a lease applies to a rule of one limit, and the group's keys are held to its %d policies at once; remove lease= or give the group one policy", limiter.ErrInvalidLimit, l.LeaseTokens, l.LeaseFor, len(g.Policies))
+		}
 		if rg.KeysFile != "" {
 			if r.Fixed != nil && !*r.Fixed {
 				v.fail("identities.fixed", "false, but the keys of %s from a file are the same in every run", field)

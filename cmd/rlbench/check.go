@@ -184,6 +184,9 @@ func (c *checkCommand) Run(_ context.Context, args []string) error {
 			}
 			limits = append(limits, l)
 		}
+		if j, err := checker.LeaseAlone(limits); err != nil {
+			return usagef("--policy %s: %v (each --policy flag adds a limit to one rule)", policies[j], err)
+		}
 		if len(routes) == 0 {
 			routes = listFlag{""}
 		}

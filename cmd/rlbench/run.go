@@ -174,6 +174,13 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 			groupClaimed[at] = append(groupClaimed[at], l)
 		}
 	}
+	for _, claims := range []map[string][]limiter.Limit{claimed, groupClaimed} {
+		for at, limits := range claims {
+			if j, err := limiter.CheckLeaseAlone(limits); err != nil {
+				return usagef("--claim %s=%s: %v (each --claim of %s adds a limit to its one rule)", at, limits[j].Spec(), err, at)
+			}
+		}
+	}
 	scs, err := scenarios.Load(fs.Args()...)
 	if err != nil {
 		return err

@@ -537,7 +537,7 @@ func (f finding) worse(g finding) bool {
 func (r *run) checkLimit(lim Limit, tol float64, idx []int32, lp *limitPart) {
 	reqs := r.d.reqs
 	r.groupByKey(idx)
-	c := &limitCheck{r: r, lim: lim, model: modelFor(lim, r.clockKnown), tol: tol * float64(lim.Capacity()), scope: lim.String()}
+	c := &limitCheck{r: r, lim: lim, model: modelFor(lim, r.clockKnown), tol: tol * float64(lim.Capacity()), scope: lim.Scope()}
 	c.scope += c.model.note()
 	worstKnown, worstAll, ratio := &lp.worstKnown, &lp.worstAll, &lp.ratio
 	sh, shapes := c.model.(shaper)
@@ -618,7 +618,7 @@ func failsBeyond(maxExcess int64) func(finding) bool {
 // ratio for one whose windows a burst can straddle.
 func (lp *limitPart) results(u limitUse, p Policy, clockKnown bool) []Result {
 	lim := u.lim
-	c := &limitCheck{lim: lim, model: modelFor(lim, clockKnown), scope: lim.String()}
+	c := &limitCheck{lim: lim, model: modelFor(lim, clockKnown), scope: lim.Scope()}
 	c.scope += c.model.note()
 	worstKnown, worstAll := lp.worstKnown, lp.worstAll
 	maxExcess := p.MaxExcess

@@ -163,6 +163,30 @@ func (l Limit) String() string {
 	return fmt.Sprintf("%s req/%s (burst %d, %s)", rate, per, l.Burst, alg)
 }
 
+// Scope is l as results name their scope (Result.Scope of the budget
+// checks, and each limit in a rule's): String, with the algorithm of
+// every bucket (a token bucket's too), the lease and the name when l has
+// them, so that limits that differ in any of these never share a label:
+// "10 req/s (burst 20, token bucket)", "1000 req/s (burst 1000, gcra,
+// lease=10/900ms)", "60 req/min (burst 10, gcra, name=minute)".
+func (l Limit) Scope() string {
+	s := l.String()
+	var extra []string
+	if l.Algorithm == TokenBucket && l.Start == StartAligned {
+		extra = append(extra, "token bucket")
+	}
+	if l.leased() {
+		extra = append(extra, fmt.Sprintf("lease=%d/%s", l.LeaseTokens, leaseDuration(l.LeaseFor)))
+	}
+	if l.Name != "" {
+		extra = append(extra, "name="+l.Name)
+	}
+	if len(extra) == 0 {
+		return s
+	}
+	return strings.TrimSuffix(s, ")") + ", " + strings.Join(extra, ", ") + ")"
+}
+
 // perString is the period after "req/": s, min and h for whole units, else
 // the shortest duration text ("1m30s", "720h", "500ms").
 func perString(d time.Duration) string {
@@ -174,6 +198,11 @@ func perString(d time.Duration) string {
 	case time.Hour:
 		return "h"
 	}
+	return durationText(d)
+}
+
+// durationText is d.String() without zero trailing units: "1h", "1m30s".
+func durationText(d time.Duration) string {
 	s := d.String()
 	if t, ok := strings.CutSuffix(s, "m0s"); ok {
 		s = t + "m"
@@ -240,9 +269,10 @@ func (l Limit) Validate() error {
 }
 
 // validateLease checks a valid limit's lease: for a token bucket or a GCRA
-// only, at least 1 token for at least minPeriod, the tokens and the refill
-// over the duration (at the emission interval rounded up to whole µs)
-// within the burst.
+// only, at least 2 tokens (a limiter grants a lease only when it holds more
+// units than the request's cost) for at least minPeriod, the tokens and the
+// refill over the duration (at the emission interval rounded up to whole
+// µs) within the burst. Its messages are the reference limiter's.
 func (l Limit) validateLease(bad func(field, format string, args ...any) error) error {
 	if !l.leased() {
 		return nil
@@ -250,16 +280,70 @@ func (l Limit) validateLease(bad func(field, format string, args ...any) error) 
 	switch {
 	case l.Algorithm != GCRA && l.Algorithm != TokenBucket:
 		return bad("lease", "applies to gcra and token_bucket only, not %s; remove lease=%d/%v or use gcra", l.Algorithm, l.LeaseTokens, l.LeaseFor)
-	case l.LeaseTokens < 1:
-		return bad("lease", "%d tokens: a lease holds at least 1; write lease=N/DURATION, as in lease=10/900ms", l.LeaseTokens)
+	case l.LeaseTokens < 2:
+		return bad("lease", "lease=%d/%s never grants: a store grants a lease only when it holds more units than the request's cost, so a lease needs at least 2 tokens; write lease=N/DURATION with N of 2 or more, as in lease=10/900ms, or remove it", l.LeaseTokens, leaseDuration(l.LeaseFor))
 	case l.LeaseFor < minPeriod:
 		return bad("lease", "%v is shorter than the minimum %v; write lease=N/DURATION, as in lease=10/900ms", l.LeaseFor, minPeriod)
 	}
-	t := math.Ceil(float64(l.periodMicros()) / l.Rate)
-	if float64(l.LeaseFor/time.Microsecond)+float64(l.LeaseTokens)*t > float64(l.Burst)*t {
-		return bad("lease", "%d tokens for %v hold more than the burst %d (the tokens plus the %v of refill the duration brings); shorten the lease or lower its tokens", l.LeaseTokens, l.LeaseFor, l.Burst, l.LeaseFor.Seconds()*l.Rate/l.Period.Seconds())
+	t := math.Ceil(float64(l.periodMicros()) / l.Rate) // µs per unit
+	hold := float64(l.LeaseFor/time.Microsecond) / t   // the refill the duration brings, in units
+	if hold+float64(l.LeaseTokens) > float64(l.Burst) {
+		var fits []string // the largest tokens, then the longest duration, that fit
+		if n := l.Burst - int64(math.Ceil(hold)); n >= 2 {
+			fits = append(fits, fmt.Sprintf("lease=%d/%s", n, leaseDuration(l.LeaseFor)))
+		}
+		if d := time.Duration(float64(l.Burst-l.LeaseTokens)*t) * time.Microsecond; d >= minPeriod {
+			fits = append(fits, fmt.Sprintf("lease=%d/%s", l.LeaseTokens, leaseDuration(d)))
+		}
+		fix := "lower its tokens and its duration"
+		if len(fits) > 0 {
+			fix = "lower it to " + strings.Join(fits, " or ")
+		}
+		return bad("lease", "lease=%d/%s holds %d + %s of refill = %s units, more than the burst %d; %s", l.LeaseTokens, leaseDuration(l.LeaseFor), l.LeaseTokens, units(hold), units(hold+float64(l.LeaseTokens)), l.Burst, fix)
 	}
 	return nil
+}
+
+// leaseDuration formats a lease's duration readably: d.String() without
+// zero trailing units, in days when it is a whole number of them ("30d").
+func leaseDuration(d time.Duration) string {
+	const day = 24 * time.Hour
+	if d >= day && d%day == 0 {
+		return strconv.FormatInt(int64(d/day), 10) + "d"
+	}
+	return durationText(d)
+}
+
+// units formats a number of units for messages in full ("360000000",
+// never "3.6e+08"), to at most two decimals.
+func units(v float64) string {
+	s := strconv.FormatFloat(v, 'f', 2, 64)
+	return strings.TrimSuffix(strings.TrimRight(s, "0"), ".")
+}
+
+// LeaseAlone reports an error when limits, applied together to the same
+// requests (one Rule), are several and one of them declares a lease: a
+// leasing limiter takes a lease only for a request under one limit, so the
+// hold the lease widens the checks by would be allowed for nothing. It
+// returns the index of that limit and an error wrapping ErrInvalidPolicy
+// that names it and the fix (the reference limiter's CheckLeaseAlone
+// words it alike), or -1 and nil.
+func LeaseAlone(limits []Limit) (int, error) {
+	if len(limits) < 2 {
+		return -1, nil
+	}
+	for i, l := range limits {
+		if l.leased() {
+			return i, fmt.Errorf("%w: lease: lease=%d/%s: %s", ErrInvalidPolicy, l.LeaseTokens, leaseDuration(l.LeaseFor), leaseAloneText(len(limits)))
+		}
+	}
+	return -1, nil
+}
+
+// leaseAloneText is the reason and fix of LeaseAlone's error, for a rule
+// of n limits.
+func leaseAloneText(n int) string {
+	return fmt.Sprintf("a lease applies to a rule of one limit, and this one has %d; remove lease= or split the route's policies", n)
 }
 
 func known(a Algorithm) bool {

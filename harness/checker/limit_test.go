@@ -240,6 +240,10 @@ var parseCases = []struct {
 	{"gcra:10/1s,burst=10,lease=2/100ms,lease=2/100ms", nil},
 	{"leaky_bucket:10/1s,lease=2/100ms", nil},
 	{"fixed_window:10/1s,lease=2/100ms", nil},
+	{"gcra:10/1s,burst=10,lease=1/100ms", nil},
+	{"gcra:10/1s,burst=10,lease=2/100ms", &Limit{Algorithm: GCRA, Rate: 10, Period: time.Second, Burst: 10, LeaseTokens: 2, LeaseFor: 100 * time.Millisecond}},
+	{"gcra:10/1s,burst=20,lease=11/1s", nil},
+	{"gcra:100000/1s,burst=1000000,lease=10/10000h", nil},
 }
 
 func TestParseLimitEdges(t *testing.T) {
@@ -267,4 +271,96 @@ func FuzzParseLimit(f *testing.F) {
 	f.Fuzz(func(t *testing.T, spec string) {
 		sameMeaning(t, spec)
 	})
+}
+
+// The lease errors read the same from both parsers and name the fix: the
+// largest tokens and the longest duration that fit.
+func TestLeaseErrorsMatchTheLimiters(t *testing.T) {
+	for _, tt := range []struct{ spec, want string }{
+		{"gcra:10/1s,burst=20,lease=11/1s", "lease: lease=11/1s holds 11 + 10 of refill = 21 units, more than the burst 20; lower it to lease=10/1s or lease=11/900ms"},
+		{"gcra:10/1s,burst=20,lease=19/2s", "lease: lease=19/2s holds 19 + 20 of refill = 39 units, more than the burst 20; lower it to lease=19/100ms"},
+		{"gcra:100000/1s,burst=1000000,lease=10/10000h", "lease: lease=10/10000h holds 10 + 3600000000000 of refill = 3600000000010 units, more than the burst 1000000; lower it to lease=10/9.9999s"},
+		{"token_bucket:10/1s,burst=10,lease=1/100ms", "lease: lease=1/100ms never grants: a store grants a lease only when it holds more units than the request's cost, so a lease needs at least 2 tokens; write lease=N/DURATION with N of 2 or more, as in lease=10/900ms, or remove it"},
+	} {
+		t.Run(tt.spec, func(t *testing.T) {
+			_, err := ParseLimit(tt.spec)
+			_, refErr := limiter.ParseLimit(tt.spec)
+			if err == nil || refErr == nil {
+				t.Fatalf("errors %v, %v; want both", err, refErr)
+			}
+			got, _ := strings.CutPrefix(err.Error(), "invalid policy: ")
+			ref, _ := strings.CutPrefix(refErr.Error(), "invalid limit: ")
+			if got != tt.want || ref != tt.want {
+				t.Errorf("checker %q\nlimiter %q\nwant    %q", got, ref, tt.want)
+			}
+		})
+	}
+}
+
+// A lease is refused in a rule of several limits, by LeaseAlone as by the
+// limiter's CheckLeaseAlone and by Check's policy validation.
+func TestLeaseAlone(t *testing.T) {
+	const leased = "gcra:50/1s,burst=20,lease=5/200ms"
+	for _, tt := range []struct {
+		name  string
+		specs []string
+		at    int
+	}{
+		{"one leased limit", []string{leased}, -1},
+		{"two plain limits", []string{"gcra:50/1s,burst=20", "fixed_window:1000/1m"}, -1},
+		{"leased second", []string{"fixed_window:1000/1m", leased}, 1},
+		{"leased first", []string{leased, "fixed_window:1000/1m"}, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var limits []Limit
+			var refs []limiter.Limit
+			for _, s := range tt.specs {
+				limits = append(limits, mustLimit(t, s))
+				ref, err := limiter.ParseLimit(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				refs = append(refs, ref)
+			}
+			at, err := LeaseAlone(limits)
+			refAt, refErr := limiter.CheckLeaseAlone(refs)
+			if at != tt.at || refAt != tt.at {
+				t.Fatalf("LeaseAlone at %d, limiter's %d; want %d", at, refAt, tt.at)
+			}
+			checkErr := (&Policy{Rules: []Rule{{Limits: limits}}}).validate()
+			if tt.at < 0 {
+				if err != nil || refErr != nil || checkErr != nil {
+					t.Fatalf("errors %v, %v, %v; want none", err, refErr, checkErr)
+				}
+				return
+			}
+			const want = "lease: lease=5/200ms: a lease applies to a rule of one limit, and this one has 2; remove lease= or split the route's policies"
+			if got := err.Error(); got != "invalid policy: "+want || !errors.Is(err, ErrInvalidPolicy) {
+				t.Errorf("LeaseAlone error %q", got)
+			}
+			if got := refErr.Error(); got != "invalid limit: "+want {
+				t.Errorf("CheckLeaseAlone error %q", got)
+			}
+			if checkErr == nil || !strings.Contains(checkErr.Error(), want) {
+				t.Errorf("Policy.validate error %v, want %q", checkErr, want)
+			}
+		})
+	}
+}
+
+// Results name every bucket's algorithm, and a limit's lease and name, so
+// that two limits differing only in those never share a label.
+func TestLimitScope(t *testing.T) {
+	for _, tt := range []struct{ spec, want string }{
+		{"token_bucket:10/1s,burst=20", "10 req/s (burst 20, token bucket)"},
+		{"gcra:10/1s,burst=4", "10 req/s (burst 4, gcra)"},
+		{"gcra:1000/1s,burst=1000,lease=10/900ms", "1000 req/s (burst 1000, gcra, lease=10/900ms)"},
+		{"token_bucket:60/1m,burst=10,lease=2/1s,name=minute", "60 req/min (burst 10, token bucket, lease=2/1s, name=minute)"},
+		{"fixed_window:100/1m", "100 req/min (fixed window)"},
+		{"fixed_window:10/5s,start=first,name=w", "10 req/5s (fixed window from first request, name=w)"},
+	} {
+		if got := mustLimit(t, tt.spec).Scope(); got != tt.want {
+			t.Errorf("scope of %s = %q, want %q", tt.spec, got, tt.want)
+		}
+	}
 }

@@ -110,7 +110,8 @@ type Rule struct {
 	// the recorded one (for histories that lack costs, such as vegeta's).
 	Cost int64
 	// Limits are the limits in force (ParseLimit reads them from the policy
-	// syntax).
+	// syntax). A limit declaring a lease must be the rule's only one
+	// (LeaseAlone).
 	Limits []Limit
 	// Tolerance, in units as a fraction of each limit's capacity, loosens the
 	// budget bound and the false-rejection test for approximate algorithms:
@@ -158,8 +159,8 @@ const maxResolution = time.Second
 // validate reports the first field of p outside the ranges the checks'
 // arithmetic holds for: a resolution in [0, 1s], a clock offset and
 // uncertainty within history.MaxTimeNs (as a history's header holds them),
-// each limit valid with a period of at most history.MaxTimeNs, costs and
-// tolerances in range.
+// each limit valid with a period of at most history.MaxTimeNs, a lease only
+// in a rule of one limit (LeaseAlone), costs and tolerances in range.
 func (p *Policy) validate() error {
 	const maxTime = time.Duration(history.MaxTimeNs)
 	switch {
@@ -187,6 +188,9 @@ func (p *Policy) validate() error {
 		}
 		if !(r.Tolerance >= 0 && r.Tolerance <= 1) { // NaN too
 			return fmt.Errorf("%w: rule %d tolerance %v is outside [0, 1]", ErrInvalidPolicy, i, r.Tolerance)
+		}
+		if j, err := LeaseAlone(r.Limits); err != nil {
+			return fmt.Errorf("rule %d (route %q) limit %d: %w", i, r.Route, j, err)
 		}
 		for _, l := range r.Limits {
 			if err := l.Validate(); err != nil {

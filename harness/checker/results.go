@@ -23,7 +23,7 @@ func ruleScope(p Policy, ri int32) string {
 	}
 	names := make([]string, len(rule.Limits))
 	for i, l := range rule.Limits {
-		names[i] = l.String()
+		names[i] = l.Scope()
 	}
 	return route + ": " + strings.Join(names, " + ")
 }
