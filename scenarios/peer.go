@@ -84,8 +84,14 @@ func (p Peer) TakesStoreFaults() bool {
 // (gcra or token_bucket, which admit alike); NGINX takes a whole number per
 // second or per minute (r/s, r/m), its burst being one less than the
 // claimed GCRA burst; express-rate-limit takes a fixed window of a whole
-// number of requests per whole number of milliseconds.
+// number of requests per whole number of milliseconds. No peer takes a
+// lease.
 func (p Peer) CheckPolicy(l limiter.Limit) error {
+	if l.Leased() {
+		// A claimed lease widens the false-rejection model by its hold,
+		// which a peer that decides every request at its store never has.
+		return fmt.Errorf("%s takes no lease; remove lease=%d/%v (a lease is the reference limiter's)", p, l.LeaseTokens, l.LeaseFor)
+	}
 	whole := l.Rate >= 1 && l.Rate == math.Trunc(l.Rate) && l.Rate <= math.MaxInt32
 	switch p {
 	case PeerRedisRate:
