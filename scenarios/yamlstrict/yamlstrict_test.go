@@ -59,7 +59,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"mapping", "keys: [oops]\n", "f.yaml:1: keys[0]: cannot unmarshal !!str `oops` into a mapping of keys"},
 		{"flow mapping names its parent", "extra:\n  - {path: /a, limits: 3}\n", "f.yaml:2: extra[0]: cannot unmarshal !!int `3` into a list"},
 		{"limit refused at its place", "extra:\n  - path: /a\n    limits:\n      - gcra:10/1s\n      - gcra:10/1s,burts=2\n",
-			`f.yaml:5: extra[0].limits[1]: invalid limit: unknown option "burts" in "gcra:10/1s,burts=2"; valid options are burst, start, idle and name`},
+			`f.yaml:5: extra[0].limits[1]: invalid limit: unknown option "burts" in "gcra:10/1s,burts=2"; valid options are burst, start, idle, lease and name`},
 		{"limit in a map value", "routes:\n  a:\n    limits: [\"gcra:ten/1s\"]\n", `f.yaml:3: routes.a.limits[0]: invalid limit: "gcra:ten/1s": rate "ten" is not a number`},
 		{"limit given as a mapping", "extra:\n  - limits:\n      - {rate: 10}\n", "f.yaml:3: extra[0].limits[0]: want a single value, not a mapping"},
 		{"level refused at its place", "name: a\nlevel: loud\n", `f.yaml:2: level: slog: level string "loud": unknown name`},
