@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,13 +111,19 @@ func runShipped(t *testing.T) (out string, code int, output string) {
 // TestRunShippedScenariosPass: `rlbench run scenarios/` passes every
 // shipped scenario with exit 0, writes summary.json (a pass over every
 // scenario), run.json, junit.xml, report.html and each history, and leaves
-// no process behind.
+// no process behind. A busy test host may keep the harness from making a
+// scenario's test valid (exit 3: a burst released too slowly, a generator
+// behind its schedule), which judges no limiter: such a scenario is run
+// again alone, up to three times, as rlbench mutate does, and must then
+// pass.
 func TestRunShippedScenariosPass(t *testing.T) {
 	out, code, output := runShipped(t)
 	if len(shipped.left) > 0 {
 		t.Errorf("processes left running: %v", shipped.left)
 	}
-	if code != 0 {
+	if code == exitHarnessError {
+		rerunHarnessErrors(t, readSummaryFile(t, filepath.Join(out, "summary.json")))
+	} else if code != 0 {
 		t.Fatalf("rlbench run scenarios/ exited %d, want 0:\n%s\n%s", code, output, shipped.stderr)
 	}
 	for _, f := range []string{"summary.json", "run.json", "junit.xml", "report.html", "quickstart/history.jsonl.gz"} {
@@ -134,6 +141,29 @@ func TestRunShippedScenariosPass(t *testing.T) {
 	}
 	if s.Verdict != checker.Pass || len(s.Scenarios) < 16 {
 		t.Fatalf("summary: verdict %s over %d scenarios, want pass over every shipped one", s.Verdict, len(s.Scenarios))
+	}
+}
+
+// rerunHarnessErrors runs each scenario of s whose status is error (the
+// harness's: no limiter check failed) again alone, up to three times, and
+// fails t unless each then passes with exit 0.
+func rerunHarnessErrors(t *testing.T, s *checker.Summary) {
+	t.Helper()
+	bin := buildRlbench(t)
+	for _, sc := range s.Scenarios {
+		if sc.Status != checker.StatusError {
+			continue
+		}
+		var last string
+		passed := false
+		for attempt := 1; attempt <= 3 && !passed; attempt++ {
+			code, output, stderr := exitOf(t, bin, "run", "--out", t.TempDir(), "--redis-provider", "process", "../../scenarios/"+sc.Name+".yaml")
+			passed, last = code == exitOK, fmt.Sprintf("exit %d:\n%s\n%s", code, output, stderr)
+			t.Logf("%s: the harness could not make its test valid; run again alone (attempt %d): exit %d", sc.Name, attempt, code)
+		}
+		if !passed {
+			t.Errorf("%s: no valid passing run in three more attempts; the last: %s", sc.Name, last)
+		}
 	}
 }
 
