@@ -46,22 +46,12 @@ lease_of = function(name)
         tat = math.max((stored - back) - now, 0)
       end
     else
-      local a, b, seen = state(key, three, two)
-      if a then
-        back = step_back(seen or b)
-        local tokens, last = a, b - back
-        local elapsed = now - last
-        if elapsed > 0 then
-          if elapsed >= (burst - tokens) * t then
-            tokens, last = burst, now
-          else
-            local refill = idiv(elapsed, t)
-            tokens, last = tokens + refill, last + refill * t
-          end
-        end
-        if tokens < burst then
-          tat = math.max((last - now) + (burst - tokens) * t, 0)
-        end
+      -- tb_state is token_bucket.lua's, which every script deciding a
+      -- token bucket holds before this file.
+      local tokens, last
+      tokens, last, back = tb_state(key, t, burst)
+      if tokens < burst then
+        tat = math.max((last - now) + (burst - tokens) * t, 0)
       end
     end
     local g = math.min(want, idiv(tau - tat, t))

@@ -7,7 +7,9 @@ local function tb_write(key, t, burst, tokens, last)
   redis.call('SET', key, string.format('%d %d %d', tokens, last, now), 'PX', ttl((last - now) + (burst - tokens) * t))
 end
 
-algorithms['token_bucket'] = function(key, t, burst, n, alone)
+-- tb_state reads key's bucket refilled to now: its tokens, the time of the
+-- last whole refill and the clock's backward step (lease.lua reads it too).
+local function tb_state(key, t, burst)
   local tokens, last, back = burst, now, 0 -- a fresh key: a full bucket
   local a, b, seen = state(key, three, two)
   if a then
@@ -23,6 +25,11 @@ algorithms['token_bucket'] = function(key, t, burst, n, alone)
       tokens, last = tokens + refill, last + refill * t -- keep the partial interval
     end
   end
+  return tokens, last, back
+end
+
+algorithms['token_bucket'] = function(key, t, burst, n, alone)
+  local tokens, last, back = tb_state(key, t, burst)
   local ask = math.max(n, 1)
   if tokens < ask then -- then tokens < burst: the reset is the refill
     local o = {0, tokens, (last - now) + (burst - tokens) * t, (last - now) + (ask - tokens) * t, 0}
