@@ -295,21 +295,54 @@ func groupScript(g []*call) *redis.Script {
 }
 
 // join is the KEYS and ARGV of one evaluation deciding the calls of g in
-// order: their keys, and their ARGV behind one header.
+// order: their keys, and behind one header their runs (see decide.lua),
+// each the longest stretch of consecutive calls of the same cost and
+// limits, sent once with the stretch's length and, in test-clock mode, its
+// calls' times.
 func (b *batcher) join(g []*call) ([]string, []any) {
 	if len(g) == 1 {
 		return g[0].keys, g[0].args
 	}
-	h := len(b.header)
+	h, timed := len(b.header), 0 // a call's ARGV: header, 1, [time], cost, k, specs
+	if b.header[1] == "t" {
+		timed = 1
+	}
+	shared := h + 1 + timed // where a call's cost and limits start
 	nkeys, nargs := 0, h
 	for _, c := range g {
 		nkeys, nargs = nkeys+len(c.keys), nargs+len(c.args)-h
 	}
 	keys, args := make([]string, 0, nkeys), append(make([]any, 0, nargs), b.header[:]...)
-	for _, c := range g {
-		keys, args = append(keys, c.keys...), append(args, c.args[h:]...)
+	for i := 0; i < len(g); {
+		j := i + 1
+		for j < len(g) && sameRun(g[i].args[shared:], g[j].args[shared:]) {
+			j++
+		}
+		args = append(args, j-i)
+		for _, c := range g[i:j] {
+			keys = append(keys, c.keys...)
+			if timed == 1 {
+				args = append(args, c.args[h+1])
+			}
+		}
+		args = append(args, g[i].args[shared:]...)
+		i = j
 	}
 	return keys, args
+}
+
+// sameRun reports whether two requests' costs and limits, as their ARGV
+// holds them, are the same, so that they may share a run.
+func sameRun(a, b []any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // batchContext bounds a round trip by its callers' deadlines: the latest of

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -233,6 +234,136 @@ func TestScriptChoice(t *testing.T) {
 	}
 	if len(algorithmScripts) != len(limiter.Algorithms) {
 		t.Fatalf("%d algorithm scripts for %d algorithms", len(algorithmScripts), len(limiter.Algorithms))
+	}
+}
+
+// TestJoinRuns: a batch's ARGV holds each stretch of consecutive requests
+// of the same cost and limits once, behind its length (and, in test-clock
+// mode, its requests' times), and its KEYS every request's keys in order.
+func TestJoinRuns(t *testing.T) {
+	gcra := limiter.Limit{Algorithm: limiter.GCRA, Rate: 10, Period: time.Second, Burst: 10}
+	window := limiter.Window(limiter.FixedWindow, 100, time.Hour)
+	g, w := "gcra 100000 10", "fixed_window 3600000000 100"
+	type req struct {
+		key    string
+		n      int64
+		limits []limiter.Limit
+	}
+	one := func(key string) req { return req{key, 1, []limiter.Limit{gcra}} }
+	tests := []struct {
+		name     string
+		clock    bool
+		requests []req
+		wantArgs []any // after the header
+	}{
+		{"one run", false, []req{one("a"), one("b"), one("c")},
+			[]any{3, int64(1), 1, g}},
+		{"a cost between runs", false, []req{one("a"), {"b", 2, []limiter.Limit{gcra}}, one("c"), one("d")},
+			[]any{1, int64(1), 1, g, 1, int64(2), 1, g, 2, int64(1), 1, g}},
+		{"a peek and two limits", false, []req{{"a", 0, []limiter.Limit{gcra}}, {"b", 1, []limiter.Limit{gcra, window}}, {"c", 1, []limiter.Limit{gcra, window}}},
+			[]any{1, int64(0), 1, g, 2, int64(1), 2, g, w}},
+		{"the same limits in another order", false, []req{{"a", 1, []limiter.Limit{gcra, window}}, {"b", 1, []limiter.Limit{window, gcra}}},
+			[]any{1, int64(1), 2, g, w, 1, int64(1), 2, w, g}},
+		{"test clock: each request's time", true, []req{one("a"), one("b"), {"c", 3, []limiter.Limit{gcra}}},
+			[]any{2, int64(1000), int64(1001), int64(1), 1, g, 1, int64(1002), int64(3), 1, g}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var opts []Option
+			micros := int64(999)
+			if tt.clock {
+				opts = append(opts, WithTestClock(func() time.Time { micros++; return time.UnixMicro(micros) }))
+			}
+			st := New(redis.NewClient(&redis.Options{}), opts...)
+			var calls []*call
+			var wantKeys []string
+			for _, r := range tt.requests {
+				_, keys, args := st.request(r.key, r.n, r.limits)
+				calls = append(calls, &call{keys: keys, args: args})
+				wantKeys = append(wantKeys, keys...)
+			}
+			keys, args := st.batch.join(calls)
+			h := st.header()
+			if want := append(h[:], tt.wantArgs...); !reflect.DeepEqual(args, want) {
+				t.Errorf("ARGV\n got %v\nwant %v", args, want)
+			}
+			if !reflect.DeepEqual(keys, wantKeys) {
+				t.Errorf("KEYS\n got %v\nwant %v", keys, wantKeys)
+			}
+		})
+	}
+}
+
+// TestBatchRunsMatchAlone decides, in test-clock mode, a batch of runs
+// (requests of one limit, a cost of 2, a peek, two limits, a rejection,
+// one failing request inside a run, times that differ per request) in one
+// evaluation, and the same requests one by one on a second store: every
+// request gets the same decision both ways, and the failing request's
+// error does not disturb those around it in its run.
+func TestBatchRunsMatchAlone(t *testing.T) {
+	srv := redistest.StartForTest(t)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true})
+	defer client.Close()
+	ctx := context.Background()
+	gcra := limiter.Limit{Algorithm: limiter.GCRA, Rate: 1, Period: time.Second, Burst: 3}
+	bucket := limiter.Limit{Algorithm: limiter.TokenBucket, Rate: 2, Period: time.Second, Burst: 2}
+	requests := []struct {
+		key    string
+		n      int64
+		limits []limiter.Limit
+	}{
+		{"a", 1, []limiter.Limit{gcra}}, {"b", 1, []limiter.Limit{gcra}}, {"a", 1, []limiter.Limit{gcra}},
+		{"bad", 1, []limiter.Limit{gcra}}, {"a", 1, []limiter.Limit{gcra}}, {"a", 1, []limiter.Limit{gcra}},
+		{"b", 2, []limiter.Limit{gcra}}, {"b", 0, []limiter.Limit{gcra}},
+		{"c", 1, []limiter.Limit{gcra, bucket}}, {"c", 1, []limiter.Limit{gcra, bucket}}, {"c", 1, []limiter.Limit{gcra, bucket}},
+		{"d", 1, []limiter.Limit{bucket}}, {"d", 1, []limiter.Limit{bucket}},
+	}
+	clock := limitertest.NewClock(limitertest.T0)
+	tick := func() time.Time { clock.Advance(137 * time.Millisecond); return clock.Now() }
+	batched := New(client, WithTestClock(tick), WithPrefix("runs-batched:"))
+	bad := batched.StorageKey("bad", gcra)
+	if err := client.HSet(ctx, bad, "not", "a string").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Expire(ctx, bad, time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var calls []*call
+	for _, r := range requests {
+		script, keys, args := batched.request(r.key, r.n, r.limits)
+		calls = append(calls, &call{ctx: ctx, script: script, tag: batched.hashTag(keys[0]), keys: keys, args: args, width: replyFields * len(keys), done: make(chan struct{}, 1)})
+	}
+	if _, args := batched.batch.join(calls); len(args) >= 2+4*len(requests) {
+		t.Fatalf("%d ARGV for %d requests: the runs were not merged", len(args), len(requests))
+	}
+	batched.batch.merge = true
+	batched.batch.send(calls)
+
+	clock2 := limitertest.NewClock(limitertest.T0)
+	alone := New(client, WithTestClock(clock2.Now), WithPrefix("runs-alone:"), WithBatching(0, 0))
+	for i, r := range requests {
+		<-calls[i].done
+		clock2.Advance(137 * time.Millisecond)
+		want, wantErr := alone.AllowN(ctx, r.key, r.n, r.limits...)
+		if r.n == 0 {
+			want, wantErr = alone.Peek(ctx, r.key, r.limits...)
+		}
+		if r.key == "bad" {
+			if err := calls[i].err; err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+				t.Fatalf("request %d on a wrong-type key: error %v, want WRONGTYPE", i, err)
+			}
+			continue
+		}
+		if calls[i].err != nil || wantErr != nil {
+			t.Fatalf("request %d: errors %v (batched), %v (alone)", i, calls[i].err, wantErr)
+		}
+		got, err := parseReply(calls[i].reply, r.limits)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if got != want {
+			t.Fatalf("request %d (%s, cost %d, %d limits):\n batched %+v\n alone   %+v", i, r.key, r.n, len(r.limits), got, want)
+		}
 	}
 }
 

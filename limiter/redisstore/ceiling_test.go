@@ -50,10 +50,10 @@ func BenchmarkRedisCeiling(b *testing.B) {
 			for range batch {
 				args = append(args, "ceiling:{__rand_int__}:"+l.StateID())
 			}
-			args = append(args, "0", "") // the header: no TTL slack, Redis TIME
-			for range batch {
-				args = append(args, "1", "1", spec)
-			}
+			// The header (no TTL slack, Redis TIME), then one run of batch
+			// requests of cost 1 under the one limit, as the store sends a
+			// batch of one route's requests.
+			args = append(args, "0", "", strconv.Itoa(batch), "1", "1", spec)
 			if err := client.ConfigResetStat(ctx).Err(); err != nil {
 				b.Fatal(err)
 			}

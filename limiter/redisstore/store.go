@@ -246,13 +246,16 @@ func (s *Store) decide(ctx context.Context, key string, n int64, limits []limite
 
 // request returns the script of one request (its algorithm's when every
 // limit has the same, else decideScript), its keys and the ARGV of an
-// evaluation deciding it alone (see decide.lua): the header, then its time
-// in test-clock mode, its cost, its number of limits and their specs. A
-// batch joins requests' ARGV without their headers (args[len(header):]).
+// evaluation deciding it alone (see decide.lua): the header, then a run of
+// one request: 1, its time in test-clock mode, its cost, its number of
+// limits and their specs, the last spec last. A batch joins requests' ARGV
+// without their headers, merging consecutive requests of the same cost and
+// limits into one run (batcher.join).
 func (s *Store) request(key string, n int64, limits []limiter.Limit) (*redis.Script, []string, []any) {
 	h := s.header()
-	args := make([]any, 0, len(h)+3+len(limits))
+	args := make([]any, 0, len(h)+4+len(limits))
 	args = append(args, h[:]...)
+	args = append(args, 1)
 	if s.clock != nil {
 		args = append(args, s.clock().UnixMicro())
 	}

@@ -5,11 +5,14 @@
 -- ARGV[1] is the milliseconds added to every TTL (0 except in test-clock
 -- mode). ARGV[2] is "" when every request is decided at Redis TIME (the
 -- production path: every instance shares the Redis clock), or "t" when
--- each request brings its own time (test-clock mode). Then, per request:
--- its time in microseconds (only with "t"), its cost n (0 = peek), its
--- number of limits k and k limit specs "ALGORITHM INTERVAL CAPACITY" (the
--- emission interval or window in microseconds). KEYS holds the requests'
--- keys in the same order, one per limit.
+-- each request brings its own time (test-clock mode). Then the requests,
+-- in runs of consecutive requests that share their cost and limits: per
+-- run, its number of requests c, their c times in microseconds (only with
+-- "t"), their cost n (0 = peek), their number of limits k and k limit
+-- specs "ALGORITHM INTERVAL CAPACITY" (the emission interval or window in
+-- microseconds). KEYS holds the requests' keys in the same order, one per
+-- limit. A batch of one route's requests is one run, so Redis parses a
+-- request's cost and limits once per batch instead of once per request.
 --
 -- The reply is one flat array, the requests' parts one after the other: per
 -- request five integers per limit (allowed, remaining, reset_after,
@@ -51,26 +54,13 @@ local function spec(s)
   return last_decide, last_t, last_cap
 end
 
--- decide_request decides the request whose keys follow KEYS[kbase] and whose
--- limit specs start at ARGV[abase]. It writes the new states only when every
--- limit admits; when one rejects, nothing is charged, the states the clock
--- stepped behind are moved (rebase), and the admitting limits are reported
--- as they stand (a peek). A peek (n = 0) writes nothing.
+-- decide_request decides a request under k > 1 limits, whose keys follow
+-- KEYS[kbase] and whose limit specs start at ARGV[abase]. It writes the new
+-- states only when every limit admits; when one rejects, nothing is
+-- charged, the states the clock stepped behind are moved (rebase), and the
+-- admitting limits are reported as they stand (a peek). A peek (n = 0)
+-- writes nothing. (run decides a request under one limit itself.)
 local function decide_request(kbase, abase, k, n)
-  if k == 1 then -- the common case, without the bookkeeping below
-    local decide, t, cap = spec(ARGV[abase])
-    local o, commit, rebase = decide(KEYS[kbase + 1], t, cap, n, true)
-    if n > 0 then -- an algorithm that made its own writes returned neither
-      if o[1] == 1 then
-        if commit then
-          commit()
-        end
-      elseif rebase then
-        rebase()
-      end
-    end
-    return o
-  end
   local outcomes, commits, rebases, admitted = {}, {}, {}, true
   for i = 1, k do
     local decide, t, cap = spec(ARGV[abase + i - 1])
@@ -110,41 +100,69 @@ if not own_time then
 end
 local nargs = #ARGV
 local reply, r = {}, 0 -- the flat reply and its length
-local a, kbase = 3, 0 -- the next request's first ARGV and its keys' offset
+-- The next request: its run's first ARGV, its index in the run (0-based)
+-- and its keys' offset.
+local a, i, kbase = 3, 0, 0
 
--- run decides the requests from a on, appending each one's outcomes to
--- reply, and returns when every request is decided; a request that raises
--- an error leaves a and kbase at its start. One pcall around run, instead
--- of one per request, isolates the requests: on an error the loop below
--- answers the failed request with it and runs again from the next one.
+-- run decides the requests from the next one on, appending each one's
+-- outcomes to reply, and returns when every request is decided; a request
+-- that raises an error leaves a, i and kbase at it. One pcall around run,
+-- instead of one per request, isolates the requests: on an error the loop
+-- below answers the failed request with it and runs again from the next
+-- one.
 local function run()
   while a <= nargs do
-    if own_time then
-      now = tonumber(ARGV[a])
-    end
-    local at = a + (own_time and 1 or 0)
+    local c = int(ARGV[a])
+    local at = a + 1 + (own_time and c or 0) -- the run's cost
     local n, k = int(ARGV[at]), int(ARGV[at + 1])
-    local o = decide_request(kbase, at + 2, k, n)
-    if k == 1 and r == 0 and at + 3 > nargs then
-      reply, r = o, #o -- the only request: its outcome is the reply, built once
-    elseif k == 1 and #o == 5 then
-      reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4], reply[r + 5] = o[1], o[2], o[3], o[4], o[5]
-      r = r + 5
-    elseif k == 1 then -- a lease's outcome, with its grant (lease.lua)
-      for j = 1, #o do
-        reply[r + j] = o[j]
+    if k == 1 then
+      -- One limit, the common case: its spec is read once for the run, and
+      -- the algorithm decides alone (it makes its own writes, or returns
+      -- the functions that make them).
+      local decide, t, cap = spec(ARGV[at + 2])
+      while i < c do
+        if own_time then
+          now = tonumber(ARGV[a + 1 + i])
+        end
+        local o, commit, rebase = decide(KEYS[kbase + 1], t, cap, n, true)
+        if n > 0 then
+          if o[1] == 1 then
+            if commit then
+              commit()
+            end
+          elseif rebase then
+            rebase()
+          end
+        end
+        if r == 0 and c == 1 and at + 3 > nargs then
+          reply, r = o, #o -- the only request: its outcome is the reply, built once
+        elseif #o == 5 then
+          reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4], reply[r + 5] = o[1], o[2], o[3], o[4], o[5]
+          r = r + 5
+        else -- a lease's outcome, with its grant (lease.lua)
+          for j = 1, #o do
+            reply[r + j] = o[j]
+          end
+          r = r + #o
+        end
+        i, kbase = i + 1, kbase + 1
       end
-      r = r + #o
-    else
-      for i = 1, k do
-        local oi = o[i]
+    end
+    while i < c do
+      if own_time then
+        now = tonumber(ARGV[a + 1 + i])
+      end
+      local o = decide_request(kbase, at + 2, k, n)
+      for l = 1, k do
+        local ol = o[l]
         for j = 1, 5 do
-          reply[r + j] = oi[j]
+          reply[r + j] = ol[j]
         end
         r = r + 5
       end
+      i, kbase = i + 1, kbase + k
     end
-    a, kbase = at + 2 + k, kbase + k
+    a, i = at + 2 + k, 0
   end
 end
 
@@ -158,11 +176,11 @@ while true do
   end
   r = r + 1
   reply[r] = res
-  local at = a + (own_time and 1 or 0)
-  local k = tonumber(ARGV[at + 1])
+  local c = tonumber(ARGV[a])
+  local k = c and tonumber(ARGV[a + 2 + (own_time and c or 0)])
   if k == nil then
     return res -- not a request this store sent: nothing to resume from
   end
-  a, kbase = at + 2 + k, kbase + k
+  i, kbase = i + 1, kbase + k
 end
 return reply

@@ -3,8 +3,16 @@
 -- write. A backward step of the clock moves last back with it (step_back).
 
 -- tb_write stores tokens below the burst, whose TTL is the time to refill.
+-- As gcra_write does, it reuses the state and TTL it wrote last when they
+-- are the same, as they are for the keys of one evaluation that were fresh.
+local written_tokens, written_last, written_now, written_us, written_state, written_ttl
 local function tb_write(key, t, burst, tokens, last)
-  redis.call('SET', key, string.format('%d %d %d', tokens, last, now), 'PX', ttl((last - now) + (burst - tokens) * t))
+  local us = (last - now) + (burst - tokens) * t
+  if tokens ~= written_tokens or last ~= written_last or now ~= written_now or us ~= written_us then
+    written_tokens, written_last, written_now, written_us = tokens, last, now, us
+    written_state, written_ttl = string.format('%d %d %d', tokens, last, now), ttl(us)
+  end
+  redis.call('SET', key, written_state, 'PX', written_ttl)
 end
 
 -- tb_state reads key's bucket refilled to now: its tokens, the time of the
@@ -30,7 +38,7 @@ end
 
 algorithms['token_bucket'] = function(key, t, burst, n, alone)
   local tokens, last, back = tb_state(key, t, burst)
-  local ask = math.max(n, 1)
+  local ask = n > 1 and n or 1 -- max(n, 1)
   if tokens < ask then -- then tokens < burst: the reset is the refill
     local o = {0, tokens, (last - now) + (burst - tokens) * t, (last - now) + (ask - tokens) * t, 0}
     if back == 0 then
