@@ -65,14 +65,13 @@ local function ttl(us)
   return string.format('%d', (x % 1 - x) + 1 + ttl_slack) -- ceil(us / 1000) = -floor(x)
 end
 
--- state reads a key written as space-separated integers and returns them,
--- parsed with pattern (fields of them, the last being seen, the time of the
--- write) or, from a store of an earlier version that kept no seen, with
--- older (one field fewer; seen is then nil). It returns nothing when the key
--- is absent. The patterns are the files' string constants, so no call
--- creates a table.
-local function state(key, pattern, older)
-  local v = redis.call('GET', key)
+-- parse returns the integers of v, a state written as space-separated
+-- integers, parsed with pattern (fields of them, the last being seen, the
+-- time of the write) or, from a store of an earlier version that kept no
+-- seen, with older (one field fewer; seen is then nil). It returns nothing
+-- when v is false (the key is absent). The patterns are the files' string
+-- constants, so no call creates a table.
+local function parse(v, key, pattern, older)
   if not v then
     return nil
   end
@@ -84,6 +83,11 @@ local function state(key, pattern, older)
     end
   end
   return tonumber(a), b and tonumber(b), c and tonumber(c), d and tonumber(d)
+end
+
+-- state reads key's state and parses it (see parse).
+local function state(key, pattern, older)
+  return parse(redis.call('GET', key), key, pattern, older)
 end
 
 -- The patterns of states of two, three and four fields.

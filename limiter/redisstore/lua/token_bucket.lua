@@ -5,21 +5,27 @@
 -- tb_write stores tokens below the burst, whose TTL is the time to refill.
 -- As gcra_write does, it reuses the state and TTL it wrote last when they
 -- are the same, as they are for the keys of one evaluation that were fresh.
+-- With fresh set, it writes only if the key holds no state, and returns
+-- the state the key holds, or false (SET NX GET, as gcra_write).
 local written_tokens, written_last, written_now, written_us, written_state, written_ttl
-local function tb_write(key, t, burst, tokens, last)
+local function tb_write(key, t, burst, tokens, last, fresh)
   local us = (last - now) + (burst - tokens) * t
   if tokens ~= written_tokens or last ~= written_last or now ~= written_now or us ~= written_us then
     written_tokens, written_last, written_now, written_us = tokens, last, now, us
     written_state, written_ttl = string.format('%d %d %d', tokens, last, now), ttl(us)
+  end
+  if fresh then
+    return redis.call('SET', key, written_state, 'PX', written_ttl, 'NX', 'GET')
   end
   redis.call('SET', key, written_state, 'PX', written_ttl)
 end
 
 -- tb_state reads key's bucket refilled to now: its tokens, the time of the
 -- last whole refill and the clock's backward step (lease.lua reads it too).
-local function tb_state(key, t, burst)
+-- v is the key's state when the caller has read it already.
+local function tb_state(key, t, burst, v)
   local tokens, last, back = burst, now, 0 -- a fresh key: a full bucket
-  local a, b, seen = state(key, three, two)
+  local a, b, seen = parse(v or redis.call('GET', key), key, three, two)
   if a then
     back = step_back(seen or b)
     tokens, last = a, b - back
@@ -37,8 +43,17 @@ local function tb_state(key, t, burst)
 end
 
 algorithms['token_bucket'] = function(key, t, burst, n, alone)
-  local tokens, last, back = tb_state(key, t, burst)
   local ask = n > 1 and n or 1 -- max(n, 1)
+  local v
+  if alone and n > 0 and ask <= burst and redis.REDIS_VERSION_NUM then
+    -- A fresh key's full bucket admits this request: write what it leaves
+    -- unless the key holds a state, as gcra does.
+    v = tb_write(key, t, burst, burst - n, now, true)
+    if not v then
+      return {1, burst - n, n * t, 0, 0}
+    end
+  end
+  local tokens, last, back = tb_state(key, t, burst, v)
   if tokens < ask then -- then tokens < burst: the reset is the refill
     local o = {0, tokens, (last - now) + (burst - tokens) * t, (last - now) + (ask - tokens) * t, 0}
     if back == 0 then
