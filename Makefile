@@ -71,7 +71,7 @@ fuzz:
 # generated once into $TMPDIR/rlbench-bench; half an hour more).
 BENCH_OUT     ?= bench.txt
 BENCH_RECORDS ?= 1M,10M
-bench: deps
+bench: deps bench-deps
 	$(GO) test -run '^$$' -bench 'MemoryStore|AnchorXTimeRate' -benchtime 300ms -count 5 ./limiter/ | tee $(BENCH_OUT)
 	$(GO) test -run '^$$' -bench 'VersusXTimeRate' -benchtime 1000000x -count 5 ./limiter/ | tee -a $(BENCH_OUT)
 	$(GO) test -run '^$$' -bench 'BenchmarkRedis$$' -benchtime 1s ./limiter/redisstore/ | tee -a $(BENCH_OUT)
@@ -83,6 +83,9 @@ bench: deps
 # store's script, one decision and DefaultMaxBatch decisions per EVALSHA).
 	$(GO) test -run '^$$' -bench 'BenchmarkOverheadVersusRedisRate' -benchtime 5000x -count 3 ./limiter/httplimit/ | tee -a $(BENCH_OUT)
 	$(GO) test -run '^$$' -bench 'BenchmarkRedisCeiling' -benchtime 300000x -count 3 ./limiter/redisstore/ | tee -a $(BENCH_OUT)
+# redis-server's instructions per decision under callgrind, which load does
+# not move: the store one and 20 decisions per EVALSHA, and redis_rate.
+	$(GO) test -run '^$$' -bench 'BenchmarkRedisInstructions' -benchtime 1x ./limiter/redisstore/ | tee -a $(BENCH_OUT)
 # A burst of 1,000 requests planned within 5 ms over three loopback
 # servers: the achieved spread, first to last send or write.
 	$(GO) test -run '^$$' -bench 'BenchmarkBurst1000' -benchtime 10x -count 3 ./harness/traffic/ | tee -a $(BENCH_OUT)
@@ -112,6 +115,8 @@ bench: deps
 		-ratio 'OverheadVersusRedisRate:redis_rate-p50-ms / OverheadVersusRedisRate:floor-p50-ms' \
 		-ratio 'Redis/store=batched/*/10kkeys / RedisCeiling/evalsha-batch=128' \
 		-ratio 'Redis/store=batched/*/10kkeys / RedisCeiling/evalsha-batch=1' \
+		-ratio 'RedisInstructions:redis_rate-instructions/decision / RedisInstructions:store_batch20-instructions/decision' \
+		-ratio 'RedisInstructions:redis_rate-instructions/decision / RedisInstructions:store_batch1-instructions/decision' \
 		-goal 'OverheadVersusRedisRate:reference-lease-p99-ms <= 1.5' \
 		-goal 'Burst1000:spread-ms <= 10' \
 		-goal 'CheckFile/records=10M:ns/op <= 10e9' \
@@ -119,6 +124,19 @@ bench: deps
 		-goal 'CheckFile/records=10M:MiB-peak-heap <= 1024' \
 		-goal 'CheckFile/records=100M:MiB-peak-RSS <= 1024' \
 		-goal 'Render/requests=10M:ns/op <= 10e9' < $(BENCH_OUT)
+
+# bench-deps installs what bench needs beyond deps, from the system's
+# package manager when missing: redis-benchmark (redis-tools), the server's
+# ceiling, and valgrind, its instruction counts.
+.PHONY: bench-deps
+bench-deps:
+	@missing=$$(command -v redis-benchmark >/dev/null 2>&1 || echo redis-tools; \
+		command -v valgrind >/dev/null 2>&1 || echo valgrind); \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages:" $$missing; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
 
 # screenshot renders the report of the run in RUN_DIR with this tree's
 # renderer and photographs its first screen in headless Chromium (Debian

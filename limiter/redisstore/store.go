@@ -6,7 +6,13 @@
 // with EVAL on NOSCRIPT), atomic in Redis: the script reads the time from
 // Redis TIME, decides under every limit of the request, writes the new
 // states only when all of them admit it, and sets every written key's TTL in
-// the same step. The script is one .lua file per algorithm under lua/,
+// the same step. On Redis 7 and later, a request under one gcra or
+// token_bucket limit writes its key's new state as if the key were fresh
+// with SET NX GET, which writes only when the key holds no state and
+// otherwise returns it to be decided as usual: one command instead of a GET
+// and a SET for the key of an identity far below its limit.
+//
+// The script is one .lua file per algorithm under lua/,
 // joined at build time behind a shared prelude and in front of a dispatcher,
 // so a request under limits of several algorithms is still one evaluation;
 // a request whose limits share one algorithm runs the script of that
