@@ -341,6 +341,7 @@ func TestBatchRunsMatchAlone(t *testing.T) {
 
 	clock2 := limitertest.NewClock(limitertest.T0)
 	alone := New(client, WithTestClock(clock2.Now), WithPrefix("runs-alone:"), WithBatching(0, 0))
+	rejected := 0
 	for i, r := range requests {
 		<-calls[i].done
 		clock2.Advance(137 * time.Millisecond)
@@ -364,6 +365,12 @@ func TestBatchRunsMatchAlone(t *testing.T) {
 		if got != want {
 			t.Fatalf("request %d (%s, cost %d, %d limits):\n batched %+v\n alone   %+v", i, r.key, r.n, len(r.limits), got, want)
 		}
+		if !got.Allowed {
+			rejected++
+		}
+	}
+	if rejected == 0 {
+		t.Fatal("no request was rejected: the batch must hold rejections beside admissions")
 	}
 }
 
