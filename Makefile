@@ -80,11 +80,12 @@ bench: deps bench-deps
 # middleware adds per percentile on one HTTP server (requests to the
 # baseline, the reference with and without a lease, redis_rate and a no-op
 # EVALSHA, the floor, interleaved), and the server's own ceiling (redis-benchmark sending the
-# store's script, one decision and DefaultMaxBatch decisions per EVALSHA).
+# store's program, one decision and DefaultMaxBatch decisions per FCALL).
 	$(GO) test -run '^$$' -bench 'BenchmarkOverheadVersusRedisRate' -benchtime 5000x -count 3 ./limiter/httplimit/ | tee -a $(BENCH_OUT)
 	$(GO) test -run '^$$' -bench 'BenchmarkRedisCeiling' -benchtime 300000x -count 3 ./limiter/redisstore/ | tee -a $(BENCH_OUT)
 # redis-server's instructions per decision under callgrind, which load does
-# not move: the store one and 20 decisions per EVALSHA, and redis_rate.
+# not move: the store one and 20 decisions per FCALL and one per EVALSHA,
+# and redis_rate.
 	$(GO) test -run '^$$' -bench 'BenchmarkRedisInstructions' -benchtime 1x ./limiter/redisstore/ | tee -a $(BENCH_OUT)
 # A burst of 1,000 requests planned within 5 ms over three loopback
 # servers: the achieved spread, first to last send or write.
@@ -113,10 +114,12 @@ bench: deps bench-deps
 		-ratio 'OverheadVersusRedisRate:reference-p99-ms / OverheadVersusRedisRate:redis_rate-p99-ms' \
 		-ratio 'OverheadVersusRedisRate:reference-p50-ms / OverheadVersusRedisRate:floor-p50-ms' \
 		-ratio 'OverheadVersusRedisRate:redis_rate-p50-ms / OverheadVersusRedisRate:floor-p50-ms' \
-		-ratio 'Redis/store=batched/*/10kkeys / RedisCeiling/evalsha-batch=128' \
-		-ratio 'Redis/store=batched/*/10kkeys / RedisCeiling/evalsha-batch=1' \
+		-ratio 'Redis/store=batched/*/10kkeys / RedisCeiling/fcall-batch=128' \
+		-ratio 'Redis/store=batched/*/10kkeys / RedisCeiling/fcall-batch=1' \
 		-ratio 'RedisInstructions:redis_rate-instructions/decision / RedisInstructions:store_batch20-instructions/decision' \
 		-ratio 'RedisInstructions:redis_rate-instructions/decision / RedisInstructions:store_batch1-instructions/decision' \
+		-ratio 'RedisInstructions:redis_rate-instructions/decision / RedisInstructions:store_evalsha_batch1-instructions/decision' \
+		-ratio 'VersusRedisRate/scripts/*:store-decisions/s / VersusRedisRate/scripts/*:redis_rate-decisions/s' \
 		-goal 'OverheadVersusRedisRate:reference-lease-p99-ms <= 1.5' \
 		-goal 'Burst1000:spread-ms <= 10' \
 		-goal 'CheckFile/records=10M:ns/op <= 10e9' \

@@ -30,7 +30,7 @@ const (
 //
 // When no round trip is in flight, a caller sends its own request at once
 // from its own goroutine (the fast path), so that a lightly loaded store
-// pays no hand-off to a flusher and back: it is then exactly one EVALSHA
+// pays no hand-off to a flusher and back: it is then exactly one call
 // round trip, as the unbatched store is. Requests that arrive meanwhile
 // queue for a flusher as usual. Under load a round trip is nearly always
 // in flight, and a caller that found the queue just emptied would
@@ -40,6 +40,7 @@ const (
 // context ends.
 type batcher struct {
 	client   redis.UniversalClient
+	run      *runner
 	header   [2]any // the ARGV every evaluation starts with
 	maxBatch int
 	flushers int
@@ -53,33 +54,33 @@ type batcher struct {
 	active int // flusher goroutines running
 }
 
-// call is one request waiting in the queue: its script, its keys, the ARGV
+// call is one request waiting in the queue: its program, its keys, the ARGV
 // of an evaluation deciding it alone (Store.request), the hash tag its
 // keys share and the number of values its part of the reply holds; then
 // that part, or its error.
 type call struct {
-	ctx    context.Context
-	script *redis.Script
-	tag    string
-	keys   []string
-	args   []any
-	width  int
-	reply  []any
-	err    error
-	done   chan struct{} // receives once reply and err are set
-	alone  [1]*call      // the batch of this call alone (the fast path)
+	ctx   context.Context
+	prog  *program
+	tag   string
+	keys  []string
+	args  []any
+	width int
+	reply []any
+	err   error
+	done  chan struct{} // receives once reply and err are set
+	alone [1]*call      // the batch of this call alone (the fast path)
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
 // do sends one request in the next round trip and returns its part of the
-// script's reply, width values, or ctx's error if ctx ends first.
-func (b *batcher) do(ctx context.Context, script *redis.Script, tag string, keys []string, args []any, width int) ([]any, error) {
+// program's reply, width values, or ctx's error if ctx ends first.
+func (b *batcher) do(ctx context.Context, prog *program, tag string, keys []string, args []any, width int) ([]any, error) {
 	c, _ := callPool.Get().(*call)
 	if c == nil {
 		c = &call{done: make(chan struct{}, 1)}
 	}
-	c.ctx, c.script, c.tag, c.keys, c.args, c.width = ctx, script, tag, keys, args, width
+	c.ctx, c.prog, c.tag, c.keys, c.args, c.width = ctx, prog, tag, keys, args, width
 	b.mu.Lock()
 	if b.active == 0 && b.inline(ctx) {
 		b.active++
@@ -228,19 +229,20 @@ func (b *batcher) group(calls []*call) [][]*call {
 	return groups
 }
 
-// eval runs one evaluation per group, of the group's script (see
-// groupScript), and returns their commands, each carrying its own result or
-// error. One group is one EVALSHA, as an unbatched call sends; several are
-// one pipeline. A NOSCRIPT (Redis restarted, or its script cache was
-// flushed) is answered with EVAL, which runs the script and caches it again
-// for the next batch.
+// eval runs one evaluation per group, of the group's program (see
+// groupProgram), and returns their commands, each carrying its own result
+// or error. One group is one call, as an unbatched request sends (FCALL or
+// EVALSHA, see runner); several, on a cluster, are one pipeline of
+// EVALSHA. A NOSCRIPT (Redis restarted, or its script cache was flushed) is
+// answered with EVAL, which runs the script and caches it again for the
+// next batch.
 func (b *batcher) eval(ctx context.Context, groups [][]*call) []*redis.Cmd {
 	if len(groups) == 1 {
 		keys, args := b.join(groups[0])
-		return []*redis.Cmd{groupScript(groups[0]).Run(ctx, b.client, keys, args...)}
+		return []*redis.Cmd{b.run.run(ctx, groupProgram(groups[0]), keys, args)}
 	}
 	cmds := b.pipeline(ctx, groups, func(p redis.Pipeliner, g []*call, keys []string, args []any) *redis.Cmd {
-		return p.EvalSha(ctx, groupScript(g).Hash(), keys, args...)
+		return p.EvalSha(ctx, groupProgram(g).script.Hash(), keys, args...)
 	})
 	var retry [][]*call
 	var retryAt []int
@@ -251,7 +253,7 @@ func (b *batcher) eval(ctx context.Context, groups [][]*call) []*redis.Cmd {
 	}
 	if len(retry) > 0 {
 		again := b.pipeline(ctx, retry, func(p redis.Pipeliner, g []*call, keys []string, args []any) *redis.Cmd {
-			return groupScript(g).Eval(ctx, p, keys, args...)
+			return groupProgram(g).script.Eval(ctx, p, keys, args...)
 		})
 		for j, i := range retryAt {
 			cmds[i] = again[j]
@@ -282,16 +284,17 @@ func (b *batcher) pipeline(ctx context.Context, groups [][]*call, eval func(p re
 	return cmds
 }
 
-// groupScript is the script of one evaluation deciding the calls of g: their
-// own when they share one, else decideScript, which defines every algorithm.
-func groupScript(g []*call) *redis.Script {
-	s := g[0].script
+// groupProgram is the program of one evaluation deciding the calls of g:
+// their own when they share one, else decideProgram, which defines every
+// algorithm.
+func groupProgram(g []*call) *program {
+	p := g[0].prog
 	for _, c := range g[1:] {
-		if c.script != s {
-			return decideScript
+		if c.prog != p {
+			return decideProgram
 		}
 	}
-	return s
+	return p
 }
 
 // join is the KEYS and ARGV of one evaluation deciding the calls of g in

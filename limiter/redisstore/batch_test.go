@@ -46,8 +46,8 @@ func TestBatchSend(t *testing.T) {
 				key string
 				ctx context.Context
 			}{{"good", ctx}, {"bad", ctx}, {"abandoned", gone}, {"good", ctx}} {
-				script, keys, args := st.request(req.key, 1, []limiter.Limit{l})
-				calls = append(calls, &call{ctx: req.ctx, script: script, tag: st.hashTag(keys[0]), keys: keys, args: args, width: replyFields * len(keys), done: make(chan struct{}, 1)})
+				prog, keys, args := st.request(req.key, 1, []limiter.Limit{l})
+				calls = append(calls, &call{ctx: req.ctx, prog: prog, tag: st.hashTag(keys[0]), keys: keys, args: args, width: replyFields * len(keys), done: make(chan struct{}, 1)})
 			}
 			if got, want := len(st.batch.group(calls)), 3; got != want {
 				t.Fatalf("%d groups of one identity, want %d", got, want)
@@ -165,8 +165,8 @@ func TestSendOwnThenFlush(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	script, keys, args := st.request("own", 1, []limiter.Limit{l})
-	c := &call{ctx: context.Background(), script: script, tag: st.hashTag(keys[0]), keys: keys, args: args, width: replyFields * len(keys), done: make(chan struct{}, 1)}
+	prog, keys, args := st.request("own", 1, []limiter.Limit{l})
+	c := &call{ctx: context.Background(), prog: prog, tag: st.hashTag(keys[0]), keys: keys, args: args, width: replyFields * len(keys), done: make(chan struct{}, 1)}
 	reply, err := st.batch.sendOwn(c)
 	if err != nil {
 		t.Fatal(err)
@@ -211,29 +211,29 @@ func TestScriptChoice(t *testing.T) {
 	tests := []struct {
 		name   string
 		limits [][]limiter.Limit // one request per element
-		want   *redis.Script
+		want   *program
 	}{
-		{"one gcra limit", [][]limiter.Limit{{gcra}}, algorithmScripts[limiter.GCRA]},
-		{"two limits of one algorithm", [][]limiter.Limit{{window, limiter.Window(limiter.FixedWindow, 10, time.Minute)}}, algorithmScripts[limiter.FixedWindow]},
-		{"two algorithms in one request", [][]limiter.Limit{{gcra, window}}, decideScript},
-		{"leaky bucket, which is gcra with waits", [][]limiter.Limit{{leaky}}, algorithmScripts[limiter.LeakyBucket]},
-		{"two requests of one algorithm", [][]limiter.Limit{{gcra}, {gcra}}, algorithmScripts[limiter.GCRA]},
-		{"two requests of two algorithms", [][]limiter.Limit{{gcra}, {leaky}}, decideScript},
+		{"one gcra limit", [][]limiter.Limit{{gcra}}, algorithmPrograms[limiter.GCRA]},
+		{"two limits of one algorithm", [][]limiter.Limit{{window, limiter.Window(limiter.FixedWindow, 10, time.Minute)}}, algorithmPrograms[limiter.FixedWindow]},
+		{"two algorithms in one request", [][]limiter.Limit{{gcra, window}}, decideProgram},
+		{"leaky bucket, which is gcra with waits", [][]limiter.Limit{{leaky}}, algorithmPrograms[limiter.LeakyBucket]},
+		{"two requests of one algorithm", [][]limiter.Limit{{gcra}, {gcra}}, algorithmPrograms[limiter.GCRA]},
+		{"two requests of two algorithms", [][]limiter.Limit{{gcra}, {leaky}}, decideProgram},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var g []*call
 			for _, limits := range tt.limits {
-				script, _, _ := st.request("key", 1, limits)
-				g = append(g, &call{script: script})
+				prog, _, _ := st.request("key", 1, limits)
+				g = append(g, &call{prog: prog})
 			}
-			if got := groupScript(g); got != tt.want {
-				t.Fatalf("script %s, want %s", got.Hash(), tt.want.Hash())
+			if got := groupProgram(g); got != tt.want {
+				t.Fatalf("program %s, want %s", got.name, tt.want.name)
 			}
 		})
 	}
-	if len(algorithmScripts) != len(limiter.Algorithms) {
-		t.Fatalf("%d algorithm scripts for %d algorithms", len(algorithmScripts), len(limiter.Algorithms))
+	if len(algorithmPrograms) != len(limiter.Algorithms) {
+		t.Fatalf("%d algorithm scripts for %d algorithms", len(algorithmPrograms), len(limiter.Algorithms))
 	}
 }
 
@@ -330,8 +330,8 @@ func TestBatchRunsMatchAlone(t *testing.T) {
 	}
 	var calls []*call
 	for _, r := range requests {
-		script, keys, args := batched.request(r.key, r.n, r.limits)
-		calls = append(calls, &call{ctx: ctx, script: script, tag: batched.hashTag(keys[0]), keys: keys, args: args, width: replyFields * len(keys), done: make(chan struct{}, 1)})
+		prog, keys, args := batched.request(r.key, r.n, r.limits)
+		calls = append(calls, &call{ctx: ctx, prog: prog, tag: batched.hashTag(keys[0]), keys: keys, args: args, width: replyFields * len(keys), done: make(chan struct{}, 1)})
 	}
 	if _, args := batched.batch.join(calls); len(args) >= 2+4*len(requests) {
 		t.Fatalf("%d ARGV for %d requests: the runs were not merged", len(args), len(requests))
@@ -403,8 +403,8 @@ func TestBatchMixedAlgorithms(t *testing.T) {
 			st.batch.merge = merge
 			var calls []*call
 			for _, req := range requests {
-				script, keys, args := st.request(req.key, 1, req.limits)
-				calls = append(calls, &call{ctx: ctx, script: script, tag: st.hashTag(keys[0]), keys: keys, args: args, width: replyFields * len(keys), done: make(chan struct{}, 1)})
+				prog, keys, args := st.request(req.key, 1, req.limits)
+				calls = append(calls, &call{ctx: ctx, prog: prog, tag: st.hashTag(keys[0]), keys: keys, args: args, width: replyFields * len(keys), done: make(chan struct{}, 1)})
 			}
 			if err := client.ScriptFlush(ctx).Err(); err != nil {
 				t.Fatal(err)
@@ -442,11 +442,11 @@ func TestBatchLeaseBesidePlain(t *testing.T) {
 		if key == "leased" {
 			l, width = leased, leaseReplyFields
 		}
-		script, keys, args := st.request(key, 1, []limiter.Limit{l})
+		prog, keys, args := st.request(key, 1, []limiter.Limit{l})
 		if l.Leased() {
 			args[len(args)-1] = leaseSpec(l)
 		}
-		calls = append(calls, &call{ctx: ctx, script: script, tag: st.hashTag(keys[0]), keys: keys, args: args, width: width, done: make(chan struct{}, 1)})
+		calls = append(calls, &call{ctx: ctx, prog: prog, tag: st.hashTag(keys[0]), keys: keys, args: args, width: width, done: make(chan struct{}, 1)})
 	}
 	st.batch.merge = true
 	st.batch.send(calls)

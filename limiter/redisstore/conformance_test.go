@@ -14,13 +14,16 @@ import (
 	"github.com/rlbench/rlbench/limiter/redistest"
 )
 
-// modes are the two ways the store sends scripts; both must decide alike.
+// modes are the ways the store sends its programs: batched and unbatched
+// with functions (FCALL, on Redis 7), and unbatched as scripts (EVALSHA,
+// as WithoutFunctions and Redis before 7 run them); all must decide alike.
 var modes = []struct {
 	name string
 	opts []redisstore.Option
 }{
 	{"batched", nil},
 	{"unbatched", []redisstore.Option{redisstore.WithBatching(0, 0)}},
+	{"scripts", []redisstore.Option{redisstore.WithBatching(0, 0), redisstore.WithoutFunctions()}},
 }
 
 // factory returns stores on client in test-clock mode, each under a prefix

@@ -29,16 +29,16 @@ func (s *Store) LeaseN(ctx context.Context, key string, n int64, l limiter.Limit
 	if err := ctx.Err(); err != nil {
 		return limiter.Decision{}, limiter.Grant{}, err
 	}
-	script, keys, args := s.request(key, n, limits)
+	prog, keys, args := s.request(key, n, limits)
 	args[len(args)-1] = leaseSpec(l) // the limit's spec, last
 	var (
 		reply any
 		err   error
 	)
 	if s.batch != nil {
-		reply, err = s.batch.do(ctx, script, s.hashTag(keys[0]), keys, args, leaseReplyFields)
+		reply, err = s.batch.do(ctx, prog, s.hashTag(keys[0]), keys, args, leaseReplyFields)
 	} else {
-		reply, err = script.Run(ctx, s.client, keys, args...).Result()
+		reply, err = s.run.run(ctx, prog, keys, args).Result()
 		if err == nil {
 			reply, err = onlyReply(reply, leaseReplyFields)
 		}

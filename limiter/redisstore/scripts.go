@@ -31,47 +31,82 @@ var (
 	leaseLua string
 )
 
-// decideScript is the script of a request or batch under limits of several
-// algorithms: the files above joined into one chunk, the prelude first (it
-// declares what the algorithms use) and the dispatcher last, so a request
-// under limits of different algorithms is still one atomic evaluation.
-// Script.Run sends EVALSHA and falls back to EVAL on NOSCRIPT (a restarted
-// or flushed Redis).
-var decideScript = joinScript(tokenBucketLua, gcraLua, leakyBucketLua, fixedWindowLua, slidingWindowLogLua, slidingWindowCounterLua, leaseLua)
+// decideProgram is the program of a request or batch under limits of
+// several algorithms: the files above joined into one chunk, the prelude
+// first (it declares what the algorithms use) and the dispatcher last, so a
+// request under limits of different algorithms is still one atomic
+// evaluation.
+var decideProgram = newProgram(tokenBucketLua, gcraLua, leakyBucketLua, fixedWindowLua, slidingWindowLogLua, slidingWindowCounterLua, leaseLua)
 
-// algorithmScripts holds, per algorithm, the script of requests under limits
-// of that algorithm alone: the same prelude and dispatcher around that
-// algorithm's file only (the leaky bucket's with gcra.lua, whose GCRA it
-// is; the token bucket's and the GCRA's with lease.lua, which decides
+// algorithmPrograms holds, per algorithm, the program of requests under
+// limits of that algorithm alone: the same prelude and dispatcher around
+// that algorithm's file only (the leaky bucket's with gcra.lua, whose GCRA
+// it is; the token bucket's and the GCRA's with lease.lua, which decides
 // their requests under a lease, so that leases and plain requests of one
-// algorithm share a script and a batch). Redis runs a script's whole chunk on every evaluation, defining each
-// of its functions anew, so a script that defines one algorithm instead of
-// six costs Redis about 2 µs less per evaluation, a tenth of a one-decision
-// round trip; its decisions are the same, since the files are.
-var algorithmScripts = map[limiter.Algorithm]*redis.Script{
-	limiter.TokenBucket:          joinScript(tokenBucketLua, leaseLua),
-	limiter.GCRA:                 joinScript(gcraLua, leaseLua),
-	limiter.LeakyBucket:          joinScript(gcraLua, leakyBucketLua),
-	limiter.FixedWindow:          joinScript(fixedWindowLua),
-	limiter.SlidingWindowLog:     joinScript(slidingWindowLogLua),
-	limiter.SlidingWindowCounter: joinScript(slidingWindowCounterLua),
+// algorithm share a program and a batch). Redis runs a script's whole chunk
+// on every evaluation, defining each of its functions anew, so a script
+// that defines one algorithm instead of six costs Redis about 2 µs less per
+// evaluation; its decisions are the same, since the files are.
+var algorithmPrograms = map[limiter.Algorithm]*program{
+	limiter.TokenBucket:          newProgram(tokenBucketLua, leaseLua),
+	limiter.GCRA:                 newProgram(gcraLua, leaseLua),
+	limiter.LeakyBucket:          newProgram(gcraLua, leakyBucketLua),
+	limiter.FixedWindow:          newProgram(fixedWindowLua),
+	limiter.SlidingWindowLog:     newProgram(slidingWindowLogLua),
+	limiter.SlidingWindowCounter: newProgram(slidingWindowCounterLua),
 }
 
-// joinScript is the script of the prelude, the algorithm files and the
+// programs lists every program, each at its index.
+var programs []*program
+
+// program is one chunk of the prelude, algorithm files and dispatcher, in
+// the two forms Redis runs: a script (EVALSHA, and EVAL on NOSCRIPT) and a
+// function library (FUNCTION LOAD once, then FCALL; Redis 7 and later).
+// Redis runs a script's whole chunk on every evaluation, creating each of
+// its functions anew, but a library's chunk once, when it loads it; the
+// function it registers is dispatcher's evaluate alone, which makes a
+// one-request call about a sixth cheaper for Redis (see
+// BenchmarkRedisInstructions). Both decide alike, since the chunk is one.
+type program struct {
+	index   int           // in programs
+	script  *redis.Script // the chunk, then `return evaluate(KEYS, ARGV)`
+	name    string        // the library's and its function's: FunctionPrefix + the script's SHA-1
+	library string        // "#!lua name=NAME", the chunk, then evaluate registered as NAME
+}
+
+// FunctionPrefix starts the name of every function library the store loads
+// into Redis, and of its one function: "rlbench_" and the SHA-1 of the
+// script it is the library of, so stores of different versions sharing a
+// Redis load different libraries and never replace each other's. Libraries
+// persist in Redis (and replicate) like its data; FUNCTION DELETE NAME
+// removes one, and WithoutFunctions keeps the store from loading any.
+const FunctionPrefix = "rlbench_"
+
+// newProgram is the program of the prelude, the algorithm files and the
 // dispatcher, in that order, one chunk.
-func joinScript(algorithms ...string) *redis.Script {
-	src := preludeLua + "\n"
+func newProgram(algorithms ...string) *program {
+	chunk := preludeLua + "\n"
 	for _, a := range algorithms {
-		src += a + "\n"
+		chunk += a + "\n"
 	}
-	return redis.NewScript(src + decideLua)
+	chunk += decideLua + "\n"
+	script := redis.NewScript(chunk + "return evaluate(KEYS, ARGV)\n")
+	name := FunctionPrefix + script.Hash()
+	p := &program{
+		index:   len(programs),
+		script:  script,
+		name:    name,
+		library: "#!lua name=" + name + "\n" + chunk + "redis.register_function('" + name + "', evaluate)\n",
+	}
+	programs = append(programs, p)
+	return p
 }
 
-// scriptOf is the script of an algorithm's requests: its own, or
-// decideScript for an algorithm without one.
-func scriptOf(a limiter.Algorithm) *redis.Script {
-	if s, ok := algorithmScripts[a]; ok {
-		return s
+// programOf is the program of an algorithm's requests: its own, or
+// decideProgram for an algorithm without one.
+func programOf(a limiter.Algorithm) *program {
+	if p, ok := algorithmPrograms[a]; ok {
+		return p
 	}
-	return decideScript
+	return decideProgram
 }

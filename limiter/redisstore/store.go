@@ -2,21 +2,27 @@
 // limiter.Limiter whose state lives in Redis (a single server or Redis
 // Cluster), so that every instance of a service shares one budget per key.
 //
-// Each decision is taken inside one evaluation of one Lua script (EVALSHA,
-// with EVAL on NOSCRIPT), atomic in Redis: the script reads the time from
-// Redis TIME, decides under every limit of the request, writes the new
-// states only when all of them admit it, and sets every written key's TTL in
-// the same step. On Redis 7 and later, a request under one gcra or
-// token_bucket limit writes its key's new state as if the key were fresh
-// with SET NX GET, which writes only when the key holds no state and
-// otherwise returns it to be decided as usual: one command instead of a GET
-// and a SET for the key of an identity far below its limit.
+// Each decision is taken inside one evaluation of one Lua program, atomic
+// in Redis: the program reads the time from Redis TIME, decides under every
+// limit of the request, writes the new states only when all of them admit
+// it, and sets every written key's TTL in the same step. On Redis 7 and
+// later, on a single server, the store loads each program once as a
+// function library (FUNCTION LOAD, named FunctionPrefix + its SHA-1) and
+// calls it with FCALL, so Redis creates the program's functions once
+// instead of on every evaluation; it loads the library again when Redis has
+// lost it, and where FUNCTION is refused (Redis before 7, an ACL, a proxy),
+// on a cluster, or with WithoutFunctions it runs the program as a script
+// (EVALSHA, with EVAL on NOSCRIPT). On Redis 7 and later, a request under
+// one gcra or token_bucket limit writes its key's new state as if the key
+// were fresh with SET NX GET, which writes only when the key holds no state
+// and otherwise returns it to be decided as usual: one command instead of a
+// GET and a SET for the key of an identity far below its limit.
 //
-// The script is one .lua file per algorithm under lua/,
-// joined at build time behind a shared prelude and in front of a dispatcher,
-// so a request under limits of several algorithms is still one evaluation;
-// a request whose limits share one algorithm runs the script of that
-// algorithm's file alone, which Redis evaluates faster.
+// A program is one .lua file per algorithm under lua/, joined at build time
+// behind a shared prelude and in front of a dispatcher, so a request under
+// limits of several algorithms is still one evaluation; a request whose
+// limits share one algorithm runs the program of that algorithm's file
+// alone, which Redis evaluates faster.
 // The algorithms mirror limiter/algorithms.go line for line, in the same
 // integer microseconds, so the Redis store and limiter.MemoryStore take the
 // same decisions.
@@ -84,7 +90,9 @@ type Store struct {
 	ttlSlack int64            // milliseconds added to every TTL
 	maxBatch int              // ≤ 1: no batching
 	flushers int
-	batch    *batcher // nil: one EVALSHA round trip per call
+	batch    *batcher // nil: one round trip per call
+	run      *runner
+	scripts  bool // WithoutFunctions
 
 	limits sync.Map     // limiter.Limit → *limitArgs, formatted once
 	cached atomic.Int64 // entries in limits, bounded by maxCachedLimits
@@ -94,13 +102,13 @@ type Store struct {
 // per request (a custom rate per customer) cannot grow it without end.
 const maxCachedLimits = 4096
 
-// limitArgs is what the script receives for one limit: the key suffix
+// limitArgs is what the program receives for one limit: the key suffix
 // ":" + ID and the spec "ALGORITHM INTERVAL CAPACITY", kept as an ARGV value;
-// and the script of its algorithm.
+// and the program of its algorithm.
 type limitArgs struct {
-	suffix string
-	spec   any
-	script *redis.Script
+	suffix  string
+	spec    any
+	program *program
 }
 
 // Option configures a Store.
@@ -137,14 +145,23 @@ func WithTestClock(now func() time.Time) Option {
 // fixed cost are shared.
 //
 // A caller that finds no round trip in flight sends its own request at
-// once, from its own goroutine, so that light load pays no hand-off; it does so only when its context has no end or a deadline the
-// client enforces (ContextTimeoutEnabled). A batched call returns when its
-// context ends even if Redis does not answer, and a request whose caller
-// has gone before it is sent is never sent, so it charges nothing. With maxBatch ≤ 1 every call is its own
-// EVALSHA, which honours the caller's context only if the client was made
-// with ContextTimeoutEnabled.
+// once, from its own goroutine, so that light load pays no hand-off; it
+// does so only when its context has no end or a deadline the client
+// enforces (ContextTimeoutEnabled). A batched call returns when its context
+// ends even if Redis does not answer, and a request whose caller has gone
+// before it is sent is never sent, so it charges nothing. With maxBatch ≤ 1
+// every call is its own FCALL or EVALSHA, which honours the caller's
+// context only if the client was made with ContextTimeoutEnabled.
 func WithBatching(maxBatch, flushers int) Option {
 	return func(s *Store) { s.maxBatch, s.flushers = maxBatch, max(flushers, 1) }
+}
+
+// WithoutFunctions makes the store evaluate its programs as scripts
+// (EVALSHA) only, never loading a function library into Redis (see
+// FunctionPrefix); for a Redis whose operators allow no libraries. It costs
+// Redis more per evaluation.
+func WithoutFunctions() Option {
+	return func(s *Store) { s.scripts = true }
 }
 
 // New returns a Store that keeps its state in the Redis behind client, a
@@ -160,9 +177,10 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 	for _, opt := range opts {
 		opt(s)
 	}
+	s.run = newRunner(client, !s.scripts)
 	if s.maxBatch > 1 {
 		_, single := client.(*redis.Client)
-		s.batch = &batcher{client: client, header: s.header(), maxBatch: s.maxBatch, flushers: s.flushers, merge: single, deadlines: enforcesDeadlines(client)}
+		s.batch = &batcher{client: client, run: s.run, header: s.header(), maxBatch: s.maxBatch, flushers: s.flushers, merge: single, deadlines: enforcesDeadlines(client)}
 	}
 	return s
 }
@@ -234,12 +252,12 @@ func (s *Store) decide(ctx context.Context, key string, n int64, limits []limite
 		reply []any
 		err   error
 	)
-	script, keys, args := s.request(key, n, limits)
+	prog, keys, args := s.request(key, n, limits)
 	if s.batch != nil {
-		reply, err = s.batch.do(ctx, script, s.hashTag(keys[0]), keys, args, replyFields*len(keys))
+		reply, err = s.batch.do(ctx, prog, s.hashTag(keys[0]), keys, args, replyFields*len(keys))
 	} else {
 		var res any
-		res, err = script.Run(ctx, s.client, keys, args...).Result()
+		res, err = s.run.run(ctx, prog, keys, args).Result()
 		if err == nil {
 			reply, err = onlyReply(res, replyFields*len(keys))
 		}
@@ -250,14 +268,14 @@ func (s *Store) decide(ctx context.Context, key string, n int64, limits []limite
 	return parseReply(reply, limits)
 }
 
-// request returns the script of one request (its algorithm's when every
-// limit has the same, else decideScript), its keys and the ARGV of an
+// request returns the program of one request (its algorithm's when every
+// limit has the same, else decideProgram), its keys and the ARGV of an
 // evaluation deciding it alone (see decide.lua): the header, then a run of
 // one request: 1, its time in test-clock mode, its cost, its number of
 // limits and their specs, the last spec last. A batch joins requests' ARGV
 // without their headers, merging consecutive requests of the same cost and
 // limits into one run (batcher.join).
-func (s *Store) request(key string, n int64, limits []limiter.Limit) (*redis.Script, []string, []any) {
+func (s *Store) request(key string, n int64, limits []limiter.Limit) (*program, []string, []any) {
 	h := s.header()
 	args := make([]any, 0, len(h)+4+len(limits))
 	args = append(args, h[:]...)
@@ -268,18 +286,18 @@ func (s *Store) request(key string, n int64, limits []limiter.Limit) (*redis.Scr
 	args = append(args, n, len(limits))
 	tag := identityTag(key)
 	keys := make([]string, len(limits))
-	var script *redis.Script
+	var prog *program
 	for i, l := range limits {
 		la := s.limitArgs(l)
 		args = append(args, la.spec)
 		keys[i] = s.storageKey(&tag, la.suffix)
-		if script == nil {
-			script = la.script
-		} else if script != la.script {
-			script = decideScript
+		if prog == nil {
+			prog = la.program
+		} else if prog != la.program {
+			prog = decideProgram
 		}
 	}
-	return script, keys, args
+	return prog, keys, args
 }
 
 // header is the ARGV every evaluation starts with: the TTL slack and the
@@ -341,9 +359,9 @@ func (s *Store) limitArgs(l limiter.Limit) *limitArgs {
 		}
 	}
 	la := &limitArgs{
-		suffix: ":" + l.StateID(),
-		spec:   fmt.Sprintf("%s %d %d", l.Algorithm, l.IntervalMicros(), l.Capacity()),
-		script: scriptOf(l.Algorithm),
+		suffix:  ":" + l.StateID(),
+		spec:    fmt.Sprintf("%s %d %d", l.Algorithm, l.IntervalMicros(), l.Capacity()),
+		program: programOf(l.Algorithm),
 	}
 	if s.cached.Load() < maxCachedLimits {
 		if _, loaded := s.limits.LoadOrStore(l, la); !loaded {

@@ -20,10 +20,12 @@
 -- a single error reply when that request failed
 -- (its writes, if any, were not made). A flat array costs Redis and the
 -- client one array per evaluation instead of one per request.
-if redis.replicate_commands then
-  redis.replicate_commands() -- Redis < 5: replicate effects, since TIME is read
-end
-ttl_slack = tonumber(ARGV[1])
+
+-- The evaluation's KEYS and ARGV, and where it stands: whether requests
+-- bring their own times, the number of ARGV, the flat reply and its
+-- length, and the next request (its run's first ARGV, its index in the
+-- run, 0-based, and its keys' offset). evaluate sets them.
+local keys, argv, own_time, nargs, reply, r, a, i, kbase
 
 -- int is tonumber(s) for an ARGV integer; "1", the usual cost and number
 -- of limits, is compared (strings are interned: one pointer comparison)
@@ -55,16 +57,16 @@ local function spec(s)
 end
 
 -- decide_request decides a request under k > 1 limits, whose keys follow
--- KEYS[kbase] and whose limit specs start at ARGV[abase]. It writes the new
+-- keys[kb] and whose limit specs start at argv[abase]. It writes the new
 -- states only when every limit admits; when one rejects, nothing is
 -- charged, the states the clock stepped behind are moved (rebase), and the
 -- admitting limits are reported as they stand (a peek). A peek (n = 0)
 -- writes nothing. (run decides a request under one limit itself.)
-local function decide_request(kbase, abase, k, n)
+local function decide_request(kb, abase, k, n)
   local outcomes, commits, rebases, admitted = {}, {}, {}, true
   for i = 1, k do
-    local decide, t, cap = spec(ARGV[abase + i - 1])
-    outcomes[i], commits[i], rebases[i] = decide(KEYS[kbase + i], t, cap, n, false)
+    local decide, t, cap = spec(argv[abase + i - 1])
+    outcomes[i], commits[i], rebases[i] = decide(keys[kb + i], t, cap, n, false)
     if outcomes[i][1] == 0 then
       admitted = false
     end
@@ -85,24 +87,13 @@ local function decide_request(kbase, abase, k, n)
     end
     for i = 1, k do
       if outcomes[i][1] == 1 then
-        local decide, t, cap = spec(ARGV[abase + i - 1])
-        outcomes[i] = decide(KEYS[kbase + i], t, cap, 0, false)
+        local decide, t, cap = spec(argv[abase + i - 1])
+        outcomes[i] = decide(keys[kb + i], t, cap, 0, false)
       end
     end
   end
   return outcomes
 end
-
-local own_time = ARGV[2] == 't'
-if not own_time then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-local nargs = #ARGV
-local reply, r = {}, 0 -- the flat reply and its length
--- The next request: its run's first ARGV, its index in the run (0-based)
--- and its keys' offset.
-local a, i, kbase = 3, 0, 0
 
 -- run decides the requests from the next one on, appending each one's
 -- outcomes to reply, and returns when every request is decided; a request
@@ -112,19 +103,19 @@ local a, i, kbase = 3, 0, 0
 -- one.
 local function run()
   while a <= nargs do
-    local c = int(ARGV[a])
+    local c = int(argv[a])
     local at = a + 1 + (own_time and c or 0) -- the run's cost
-    local n, k = int(ARGV[at]), int(ARGV[at + 1])
+    local n, k = int(argv[at]), int(argv[at + 1])
     if k == 1 then
       -- One limit, the common case: its spec is read once for the run, and
       -- the algorithm decides alone (it makes its own writes, or returns
       -- the functions that make them).
-      local decide, t, cap = spec(ARGV[at + 2])
+      local decide, t, cap = spec(argv[at + 2])
       while i < c do
         if own_time then
-          now = tonumber(ARGV[a + 1 + i])
+          now = tonumber(argv[a + 1 + i])
         end
-        local o, commit, rebase = decide(KEYS[kbase + 1], t, cap, n, true)
+        local o, commit, rebase = decide(keys[kbase + 1], t, cap, n, true)
         if n > 0 then
           if o[1] == 1 then
             if commit then
@@ -150,7 +141,7 @@ local function run()
     end
     while i < c do
       if own_time then
-        now = tonumber(ARGV[a + 1 + i])
+        now = tonumber(argv[a + 1 + i])
       end
       local o = decide_request(kbase, at + 2, k, n)
       for l = 1, k do
@@ -166,21 +157,42 @@ local function run()
   end
 end
 
-while true do
-  local ok, res = pcall(run)
-  if ok then
-    break
+-- evaluate is one evaluation: it decides the requests of KEYS and ARGV
+-- (the calling convention above) and returns the flat reply. The script
+-- ends by calling it on its KEYS and ARGV; a function library (Redis 7 and
+-- later) registers it instead, so that Redis creates the functions of
+-- these files once, when it loads the library, rather than on every call.
+local function evaluate(KEYS, ARGV)
+  if redis.replicate_commands and not redis.REDIS_VERSION_NUM then
+    redis.replicate_commands() -- Redis < 5: replicate effects, since TIME is read
   end
-  if type(res) ~= 'table' or not res.err then
-    res = redis.error_reply(tostring(res)) -- a Lua error, not one from redis.call
+  keys, argv, nargs = KEYS, ARGV, #ARGV
+  ttl_slack = tonumber(ARGV[1])
+  own_time = ARGV[2] == 't'
+  if not own_time then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000000 + tonumber(t[2])
   end
-  r = r + 1
-  reply[r] = res
-  local c = tonumber(ARGV[a])
-  local k = c and tonumber(ARGV[a + 2 + (own_time and c or 0)])
-  if k == nil then
-    return res -- not a request this store sent: nothing to resume from
+  reply, r, a, i, kbase = {}, 0, 3, 0, 0
+  while true do
+    local ok, res = pcall(run)
+    if ok then
+      break
+    end
+    if type(res) ~= 'table' or not res.err then
+      res = redis.error_reply(tostring(res)) -- a Lua error, not one from redis.call
+    end
+    r = r + 1
+    reply[r] = res
+    local c = tonumber(argv[a])
+    local k = c and tonumber(argv[a + 2 + (own_time and c or 0)])
+    if k == nil then
+      reply = res -- not a request this store sent: nothing to resume from
+      break
+    end
+    i, kbase = i + 1, kbase + k
   end
-  i, kbase = i + 1, kbase + k
+  local out = reply
+  reply, keys, argv = nil, nil, nil -- a library's upvalues outlive the call
+  return out
 end
-return reply

@@ -20,10 +20,10 @@ end
 -- string.format calls, about an eighth of such a decision's cost.
 -- With fresh set, it writes only if the key holds no state, and returns
 -- the state the key holds, or false (SET NX GET, Redis 7 and later).
-local written_now, written_tat, written_state, written_ttl
+local written_now, written_tat, written_slack, written_state, written_ttl
 local function gcra_write(key, tat, fresh)
-  if tat ~= written_tat or now ~= written_now then
-    written_now, written_tat = now, tat
+  if tat ~= written_tat or now ~= written_now or ttl_slack ~= written_slack then
+    written_now, written_tat, written_slack = now, tat, ttl_slack
     written_state, written_ttl = string.format('%d %d', now + tat, now), ttl(tat)
   end
   if fresh then

@@ -7,11 +7,11 @@
 -- are the same, as they are for the keys of one evaluation that were fresh.
 -- With fresh set, it writes only if the key holds no state, and returns
 -- the state the key holds, or false (SET NX GET, as gcra_write).
-local written_tokens, written_last, written_now, written_us, written_state, written_ttl
+local written_tokens, written_last, written_now, written_us, written_slack, written_state, written_ttl
 local function tb_write(key, t, burst, tokens, last, fresh)
   local us = (last - now) + (burst - tokens) * t
-  if tokens ~= written_tokens or last ~= written_last or now ~= written_now or us ~= written_us then
-    written_tokens, written_last, written_now, written_us = tokens, last, now, us
+  if tokens ~= written_tokens or last ~= written_last or now ~= written_now or us ~= written_us or ttl_slack ~= written_slack then
+    written_tokens, written_last, written_now, written_us, written_slack = tokens, last, now, us, ttl_slack
     written_state, written_ttl = string.format('%d %d %d', tokens, last, now), ttl(us)
   end
   if fresh then
