@@ -38,7 +38,7 @@ deps:
 # package is 20 minutes rather than go test's 10. Then each
 # fuzz target of the readers, the checker and the parsers runs for
 # TEST_FUZZTIME.
-TEST_FUZZTIME ?= 5s
+TEST_FUZZTIME ?= 3s
 test: deps
 	$(GO) test -race -count=1 -p 1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)

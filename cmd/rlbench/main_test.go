@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,19 +21,25 @@ var built struct {
 	err      error
 }
 
-// TestMain removes the binary the tests built.
+// TestMain starts the run of the shipped scenarios in the background when
+// a test that judges it is selected (see shipped), and removes the binary
+// the tests built, once the run is over.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if selected(shippedTests...) {
+		startShipped()
+	}
 	code := m.Run()
+	stopShipped()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
 	}
 	os.Exit(code)
 }
 
-// buildRlbench returns the path of the rlbench binary, built from this
+// builtBinary returns the path of the rlbench binary, built from this
 // package on first use and shared by every test after.
-func buildRlbench(t *testing.T) string {
-	t.Helper()
+func builtBinary() (string, error) {
 	built.once.Do(func() {
 		goBin, err := exec.LookPath("go")
 		if err != nil {
@@ -46,10 +53,17 @@ func buildRlbench(t *testing.T) string {
 			built.err = fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	})
-	if built.err != nil {
-		t.Fatalf("build rlbench: %v", built.err)
+	return built.bin, built.err
+}
+
+// buildRlbench is builtBinary for a test, which fails when the build does.
+func buildRlbench(t *testing.T) string {
+	t.Helper()
+	bin, err := builtBinary()
+	if err != nil {
+		t.Fatalf("build rlbench: %v", err)
 	}
-	return built.bin
+	return bin
 }
 
 // TestUsageDescribesEveryCommand: the top-level usage lists every command

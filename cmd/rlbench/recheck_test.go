@@ -141,7 +141,7 @@ func TestKeyTTLFromRunRecord(t *testing.T) {
 			}
 		}
 	})
-	if left := leftovers(t, bin); len(left) > 0 {
+	if left := leftovers(bin); len(left) > 0 {
 		t.Fatalf("processes left running: %v", left)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/rlbench/rlbench/harness/checker"
@@ -37,25 +36,6 @@ func rlbenchRun(t *testing.T, bin string, args ...string) (int, string) {
 	return 0, ""
 }
 
-// leftovers lists the processes still running the binary or redis-server
-// whose parent is gone or is this test: a run must leave nothing behind.
-func leftovers(t *testing.T, bin string) []string {
-	t.Helper()
-	var found []string
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(cmdline), "\x00")
-		if args[0] == bin {
-			found = append(found, strings.Join(args, " "))
-		}
-	}
-	return found
-}
-
 // needRunPrerequisites skips t in -short mode, and when redis-server is
 // missing outside CI (in CI it fails t): the run tests drive `rlbench run`
 // end to end on real processes.
@@ -76,36 +56,9 @@ func needRunPrerequisites(t *testing.T) {
 // returned: a run must leave nothing behind.
 func noLeftovers(t *testing.T, bin string) {
 	t.Helper()
-	if left := leftovers(t, bin); len(left) > 0 {
+	if left := leftovers(bin); len(left) > 0 {
 		t.Fatalf("processes left running: %v", left)
 	}
-}
-
-// shipped is the run of every shipped scenario, made once (about two
-// minutes) for the tests that judge it.
-var shipped struct {
-	once                sync.Once
-	out, output, stderr string
-	code                int
-	left                []string // processes of rlbench still running after it
-}
-
-// runShipped runs every shipped scenario once with the process Redis
-// provider and returns the output directory, exit code and output; the
-// processes it left behind are in shipped.left.
-func runShipped(t *testing.T) (out string, code int, output string) {
-	t.Helper()
-	needRunPrerequisites(t)
-	bin := buildRlbench(t)
-	shipped.once.Do(func() {
-		// Under the binary's directory, which TestMain removes, since the
-		// run outlives the test that made it.
-		shipped.out = filepath.Join(filepath.Dir(bin), "shipped")
-		shipped.code = -1 // until the run returns
-		shipped.code, shipped.output, shipped.stderr = exitOf(t, bin, "run", "--out", shipped.out, "--redis-provider", "process", "../../scenarios/")
-		shipped.left = leftovers(t, bin)
-	})
-	return shipped.out, shipped.code, shipped.output
 }
 
 // TestRunShippedScenariosPass: `rlbench run scenarios/` passes every
