@@ -9,7 +9,10 @@
 //   - scripting disabled, or an ACL that forbids EVALSHA, EVAL, SCRIPT LOAD,
 //     TIME or a command the limiter's scripts run on its keys (tried, not
 //     inferred: a tiny script, TIME, and a probe script on two probe keys
-//     that expire within a second);
+//     that expire within a second); and whether FUNCTION LOAD and FCALL
+//     are allowed, which the reference limiter uses on Redis 7 when they
+//     are and does without when they are not (a tiny library, deleted at
+//     once);
 //   - a replica or a Sentinel instead of the master;
 //   - in cluster mode, whether one identity's keys share one hash slot
 //     (CLUSTER KEYSLOT on sample keys of the reference's layout);
@@ -427,6 +430,13 @@ func humanBytes(n int64) string {
 // tinyScript is the script the scripting check loads and runs.
 const tinyScript = "return 1"
 
+// tinyLibrary is the function library the scripting check loads, calls
+// and deletes: one function of the same name as the library.
+const (
+	tinyLibraryName = "rlbench_doctor"
+	tinyLibrary     = "#!lua name=" + tinyLibraryName + "\nredis.register_function('" + tinyLibraryName + "', function() return 1 end)\n"
+)
+
 // probeScript runs, on two probe keys, every command the limiter's scripts
 // run on their keys, then deletes them.
 const probeScript = `if redis.replicate_commands then redis.replicate_commands() end
@@ -442,6 +452,28 @@ redis.call('LRANGE', KEYS[2], 0, -1)
 redis.call('LTRIM', KEYS[2], 0, -1)
 redis.call('DEL', KEYS[1], KEYS[2])
 return 1`
+
+// functions tries FUNCTION LOAD and FCALL of tinyLibrary, deleting it at
+// once, and says how the reference limiter will run its programs here: as
+// functions where both are allowed, else as scripts, which costs Redis a
+// third more per one-decision call but decides alike.
+func (d *diagnosis) functions() string {
+	const scripts = ": the reference limiter runs its programs as scripts (EVALSHA), which costs Redis about a third more per one-decision call"
+	if d.rep.Mode == "cluster" {
+		return "a cluster" + scripts // a library would have to be loaded on every master
+	}
+	if err := d.client.FunctionLoadReplace(d.ctx, tinyLibrary).Err(); err != nil {
+		return "FUNCTION LOAD: " + d.describe(err) + scripts
+	}
+	err := d.client.FCall(d.ctx, tinyLibraryName, nil).Err()
+	if derr := d.client.FunctionDelete(d.ctx, tinyLibraryName).Err(); derr != nil && err == nil {
+		err = fmt.Errorf("FUNCTION DELETE %s: %w", tinyLibraryName, derr)
+	}
+	if err != nil {
+		return "FCALL: " + d.describe(err) + scripts
+	}
+	return "FUNCTION LOAD and FCALL allowed: the reference limiter runs its programs as functions"
+}
 
 // scripting tries what the limiter sends: EVALSHA, with EVAL when the
 // script is not cached, TIME, and the commands its scripts run on its keys;
@@ -469,6 +501,7 @@ func (d *diagnosis) scripting() {
 	try("EVALSHA", err)
 	evalOK := try("EVAL", d.client.Eval(d.ctx, tinyScript, nil).Err())
 	try("TIME", d.client.Time(d.ctx).Err())
+	notes = append(notes, d.functions())
 	c := Check{Name: "scripting"}
 	if evalOK {
 		tag := "{rlbench-doctor}"

@@ -114,11 +114,39 @@ func TestHealthy(t *testing.T) {
 	if c := rep.Clock; c == nil || c.UncertaintyMicros < 1 || abs(c.OffsetMicros) > c.UncertaintyMicros+1000 {
 		t.Fatalf("clock %+v, want an offset within its uncertainty", rep.Clock)
 	}
-	// The probe keys are gone.
+	if c := check(t, rep, "scripting"); !strings.Contains(c.Observed, "FUNCTION LOAD and FCALL allowed: the reference limiter runs its programs as functions") {
+		t.Errorf("scripting observed %q: want FUNCTION LOAD and FCALL allowed", c.Observed)
+	}
+	// The probe keys and the probe library are gone.
 	c := adminClient(srv)
 	defer c.Close()
 	if n, err := c.DBSize(context.Background()).Result(); err != nil || n != 0 {
 		t.Fatalf("DBSIZE = %d, %v after the doctor; want 0: the probe keys are deleted", n, err)
+	}
+	if libs, err := c.FunctionList(context.Background(), redis.FunctionListQuery{}).Result(); err != nil || len(libs) != 0 {
+		t.Fatalf("FUNCTION LIST = %v, %v after the doctor; want none: the probe library is deleted", libs, err)
+	}
+}
+
+// TestFunctionsRefused: a user who may not run FUNCTION is no finding (the
+// reference limiter runs its programs as scripts then), but the scripting
+// check says so.
+func TestFunctionsRefused(t *testing.T) {
+	srv := startRedis(t)
+	admin := adminClient(srv)
+	defer admin.Close()
+	if err := admin.Do(context.Background(), "ACL", "SETUSER", "nofunction", "on", ">pw", "~*", "+@all", "-function").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rep := diagnose(t, fmt.Sprintf("redis://nofunction:pw@%s", srv.Addr()), doctor.Options{StoreTimeout: 10 * time.Second})
+	if got := findings(rep); len(got) != 0 {
+		t.Fatalf("findings %v, want none: the reference limiter runs without FUNCTION", got)
+	}
+	c := check(t, rep, "scripting")
+	for _, w := range []string{"FUNCTION LOAD: forbidden by this user's ACL", "runs its programs as scripts (EVALSHA)"} {
+		if !strings.Contains(c.Observed, w) {
+			t.Errorf("scripting observed %q: want it to say %q", c.Observed, w)
+		}
 	}
 }
 
@@ -187,7 +215,7 @@ func TestACL(t *testing.T) {
 		// The clock check reads TIME too.
 		{"notime", []any{"-time"}, "[scripting clock]", []string{"TIME: forbidden by this user's ACL",
 			"a script's commands on rl:{rlbench-doctor}:probe: forbidden by this user's ACL (TIME in the script"}},
-		{"noscripting", []any{"-@scripting"}, "[scripting]", []string{"SCRIPT LOAD: forbidden", "EVALSHA: forbidden", "EVAL: forbidden"}},
+		{"noscripting", []any{"-@scripting"}, "[scripting]", []string{"SCRIPT LOAD: forbidden", "EVALSHA: forbidden", "EVAL: forbidden", "FUNCTION LOAD: forbidden"}},
 		{"otherkeys", []any{"resetkeys", "~cache:*"}, "[scripting]", []string{"a script's commands on rl:{rlbench-doctor}:probe: forbidden by this user's ACL"}},
 		{"nolists", []any{"-@list"}, "[scripting]", []string{"a script's commands on rl:{rlbench-doctor}:probe: forbidden by this user's ACL (RPUSH in the script"}},
 	}
