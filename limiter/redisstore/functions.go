@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -54,24 +55,40 @@ func (r *runner) run(ctx context.Context, p *program, keys []string, args []any)
 	state := &r.state[p.index]
 	switch state.Load() {
 	case loaded:
-		cmd := r.client.FCall(ctx, p.name, keys, args...)
-		if !isNoFunction(cmd.Err()) {
+		if cmd, ok := r.fcall(ctx, p, keys, args); ok {
 			return cmd
 		}
-		// Redis does not hold the library (any more): the next call
-		// loads it again; this one, whose function never ran, runs the
-		// script.
-		state.CompareAndSwap(loaded, unloaded)
 	case unloaded:
 		if time.Now().UnixNano() >= r.retryAt.Load() && state.CompareAndSwap(unloaded, loading) {
 			if r.load(ctx, p) {
 				state.Store(loaded)
-				return r.client.FCall(ctx, p.name, keys, args...)
+				if cmd, ok := r.fcall(ctx, p, keys, args); ok {
+					return cmd
+				}
+			} else {
+				state.Store(unloaded)
 			}
-			state.Store(unloaded)
 		}
 	}
 	return p.script.Run(ctx, r.client, keys, args...)
+}
+
+// fcall calls p's function and reports whether it ran. When Redis does not
+// hold the library (any more: flushed, restarted, failed over, even just
+// after the load) or refuses FCALL itself, the next call loads it again
+// (or, on a refusal, no call uses functions again) and this one, whose
+// function never ran, is left to the script.
+func (r *runner) fcall(ctx context.Context, p *program, keys []string, args []any) (*redis.Cmd, bool) {
+	cmd := r.client.FCall(ctx, p.name, keys, args...)
+	switch err := cmd.Err(); {
+	case isNoFunction(err):
+		r.state[p.index].CompareAndSwap(loaded, unloaded)
+		return nil, false
+	case err != nil && redis.HasErrorPrefix(err, "NOPERM") && strings.Contains(err.Error(), "fcall"):
+		r.refused.Store(true)
+		return nil, false
+	}
+	return cmd, true
 }
 
 // load loads p's library, replacing one of the same name (whose code is the

@@ -261,3 +261,51 @@ func (h functionHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (h functionHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
+
+// TestFunctionLostJustAfterLoad: the library vanishes between its load and
+// the first FCALL (a hook flushes it as soon as FUNCTION LOAD returns): no
+// caller sees "Function not found"; each request is decided, by the script
+// where the function was gone, and the budget stays exact.
+func TestFunctionLostJustAfterLoad(t *testing.T) {
+	srv := redistest.StartForTest(t)
+	ctx := context.Background()
+	admin := newClient(t, srv.Addr())
+	l := limiter.Limit{Algorithm: limiter.GCRA, Rate: 1, Period: time.Hour, Burst: 100}
+	for _, m := range modes[:2] {
+		t.Run(m.name, func(t *testing.T) {
+			client := newClient(t, srv.Addr())
+			client.AddHook(afterFunctionLoad(func() {
+				if err := admin.FunctionFlush(ctx).Err(); err != nil {
+					t.Error(err)
+				}
+			}))
+			st := redisstore.New(client, append([]redisstore.Option{redisstore.WithPrefix("lost-" + m.name + ":")}, m.opts...)...)
+			for i := range 5 {
+				if d, err := st.Allow(ctx, "k", l); err != nil || !d.Allowed || d.Remaining != int64(99-i) {
+					t.Fatalf("request %d = %+v, %v; want admitted with remaining %d", i+1, d, err, 99-i)
+				}
+				time.Sleep(1100 * time.Millisecond / 5) // past the load's retry wait by the last
+			}
+		})
+	}
+}
+
+// afterFunctionLoad is a go-redis hook that calls fn after every FUNCTION
+// command returns.
+type afterFunctionLoad func()
+
+func (h afterFunctionLoad) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h afterFunctionLoad) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if cmd.Name() == "function" {
+			h()
+		}
+		return err
+	}
+}
+
+func (h afterFunctionLoad) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
