@@ -46,7 +46,11 @@ func (c *validateCommand) Run(_ context.Context, args []string) error {
 		return err
 	}
 	for _, sc := range scs {
-		fmt.Fprintf(c.stdout, "%s: valid (%s, %d phases, %s requests planned)\n", sc.Source, sc.Name, len(sc.Phases), runner.PlannedRequests(sc, nil))
+		phases := "phases"
+		if len(sc.Phases) == 1 {
+			phases = "phase"
+		}
+		fmt.Fprintf(c.stdout, "%s: valid (%s, %d %s, %s requests planned)\n", sc.Source, sc.Name, len(sc.Phases), phases, runner.PlannedRequests(sc, nil))
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ func TestValidatePlanned(t *testing.T) {
 		{"quickstart", "valid (quickstart, 2 phases, up to 991 requests planned)"},
 		{"retry-after", "up to 341 requests planned)"},
 		{"boundary-burst", "valid (boundary-burst, 6 phases, 120 requests planned)"},
+		{"concurrency", "valid (concurrency, 1 phase, 100 requests planned)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.scenario, func(t *testing.T) {
