@@ -85,7 +85,7 @@ bench: deps bench-deps
 	$(GO) test -run '^$$' -bench 'BenchmarkRedisCeiling' -benchtime 300000x -count 3 ./limiter/redisstore/ | tee -a $(BENCH_OUT)
 # redis-server's instructions per decision under callgrind, which load does
 # not move: the store one and 20 decisions per FCALL and one per EVALSHA,
-# and redis_rate.
+# redis_rate, and the floor of one decision per FCALL.
 	$(GO) test -run '^$$' -bench 'BenchmarkRedisInstructions' -benchtime 1x ./limiter/redisstore/ | tee -a $(BENCH_OUT)
 # A burst of 1,000 requests planned within 5 ms over three loopback
 # servers: the achieved spread, first to last send or write.
@@ -108,6 +108,7 @@ bench: deps bench-deps
 		-ratio 'Redis/store=batched/*/10kkeys / Redis/ceiling=noop_evalsha' \
 		-ratio 'VersusRedisRate/batched/*:store-decisions/s / VersusRedisRate/batched/*:redis_rate-decisions/s >= 4' \
 		-ratio 'VersusRedisRate/unbatched/*:store-decisions/s / VersusRedisRate/unbatched/*:redis_rate-decisions/s >= 1.2' \
+		-ratio 'VersusRedisRate/floor/*:store-decisions/s / VersusRedisRate/floor/*:redis_rate-decisions/s' \
 		-ratio 'OverheadVersusRedisRate:reference-lease-p50-ms / OverheadVersusRedisRate:redis_rate-p50-ms <= 0.6' \
 		-ratio 'OverheadVersusRedisRate:reference-lease-p99-ms / OverheadVersusRedisRate:redis_rate-p99-ms <= 0.6' \
 		-ratio 'OverheadVersusRedisRate:reference-p50-ms / OverheadVersusRedisRate:redis_rate-p50-ms' \
@@ -119,6 +120,7 @@ bench: deps bench-deps
 		-ratio 'RedisInstructions:redis_rate-instructions/decision / RedisInstructions:store_batch20-instructions/decision' \
 		-ratio 'RedisInstructions:redis_rate-instructions/decision / RedisInstructions:store_batch1-instructions/decision' \
 		-ratio 'RedisInstructions:redis_rate-instructions/decision / RedisInstructions:store_evalsha_batch1-instructions/decision' \
+		-ratio 'RedisInstructions:redis_rate-instructions/decision / RedisInstructions:floor_batch1-instructions/decision' \
 		-ratio 'VersusRedisRate/scripts/*:store-decisions/s / VersusRedisRate/scripts/*:redis_rate-decisions/s' \
 		-goal 'OverheadVersusRedisRate:reference-lease-p99-ms <= 1.5' \
 		-goal 'Burst1000:spread-ms <= 10' \

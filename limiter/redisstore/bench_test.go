@@ -116,7 +116,10 @@ func BenchmarkRedis(b *testing.B) {
 // rates and their ratio ("x"), and the CPU time redis-server spent per
 // decision for each (INFO cpu, user and system, in µs): a single-threaded
 // server is what bounds both rates, and its CPU per decision varies far
-// less than a rate does when other work shares the machine.
+// less than a rate does when other work shares the machine. "floor/gcra"
+// pits redis_rate against FloorLibrary, one FCALL per decision that only
+// reads TIME, writes the key and replies: the most any store making one
+// call per decision could reach against redis_rate here.
 //
 //	go test -run '^$' -bench BenchmarkVersusRedisRate -benchtime 100000x ./limiter/redisstore/
 func BenchmarkVersusRedisRate(b *testing.B) {
@@ -136,27 +139,41 @@ func BenchmarkVersusRedisRate(b *testing.B) {
 				_, err := st.Allow(ctx, key, l)
 				return err
 			}
-			b.Run(m.name+"/"+string(alg), func(b *testing.B) {
-				b.ReportAllocs()
-				const round = 10_000
-				var anchorTime, storeTime, anchorCPU, storeCPU time.Duration
-				for done := 0; done < b.N; done += round {
-					n := min(round, b.N-done)
-					cpu0 := redisCPU(b, client)
-					anchorTime += rounds(b, n, anchor)
-					cpu1 := redisCPU(b, client)
-					storeTime += rounds(b, n, store)
-					anchorCPU, storeCPU = anchorCPU+cpu1-cpu0, storeCPU+redisCPU(b, client)-cpu1
-				}
-				anchorRate, storeRate := float64(b.N)/anchorTime.Seconds(), float64(b.N)/storeTime.Seconds()
-				b.ReportMetric(anchorRate, "redis_rate-decisions/s")
-				b.ReportMetric(storeRate, "store-decisions/s")
-				b.ReportMetric(storeRate/anchorRate, "x")
-				b.ReportMetric(float64(anchorCPU.Microseconds())/float64(b.N), "redis_rate-redis-cpu-us/decision")
-				b.ReportMetric(float64(storeCPU.Microseconds())/float64(b.N), "store-redis-cpu-us/decision")
-			})
+			b.Run(m.name+"/"+string(alg), func(b *testing.B) { versus(b, client, anchor, store) })
 		}
 	}
+	// The floor: one FCALL per decision of a function that only reads TIME,
+	// writes the key and replies, as any one-decision call must.
+	if err := client.FunctionLoadReplace(context.Background(), redisstore.FloorLibrary).Err(); err != nil {
+		b.Fatal(err)
+	}
+	floor := func(ctx context.Context, key string) error {
+		return client.FCall(ctx, redisstore.FloorFunction, []string{"floor:" + key}).Err()
+	}
+	b.Run("floor/gcra", func(b *testing.B) { versus(b, client, anchor, floor) })
+}
+
+// versus runs b.N decisions of anchor and of store in alternating rounds of
+// 10,000 and reports both rates, their ratio ("x") and the redis-server CPU
+// each spent per decision.
+func versus(b *testing.B, client *redis.Client, anchor, store func(ctx context.Context, key string) error) {
+	b.ReportAllocs()
+	const round = 10_000
+	var anchorTime, storeTime, anchorCPU, storeCPU time.Duration
+	for done := 0; done < b.N; done += round {
+		n := min(round, b.N-done)
+		cpu0 := redisCPU(b, client)
+		anchorTime += rounds(b, n, anchor)
+		cpu1 := redisCPU(b, client)
+		storeTime += rounds(b, n, store)
+		anchorCPU, storeCPU = anchorCPU+cpu1-cpu0, storeCPU+redisCPU(b, client)-cpu1
+	}
+	anchorRate, storeRate := float64(b.N)/anchorTime.Seconds(), float64(b.N)/storeTime.Seconds()
+	b.ReportMetric(anchorRate, "redis_rate-decisions/s")
+	b.ReportMetric(storeRate, "store-decisions/s")
+	b.ReportMetric(storeRate/anchorRate, "x")
+	b.ReportMetric(float64(anchorCPU.Microseconds())/float64(b.N), "redis_rate-redis-cpu-us/decision")
+	b.ReportMetric(float64(storeCPU.Microseconds())/float64(b.N), "store-redis-cpu-us/decision")
 }
 
 // redisCPU is the CPU time redis-server behind client has used so far, user

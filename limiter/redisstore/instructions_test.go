@@ -22,10 +22,12 @@ import (
 
 // BenchmarkRedisInstructions counts the instructions redis-server executes
 // per decision, under valgrind's callgrind, a figure that the load of a
-// shared machine does not move as it moves rates: the store's GCRA script
-// deciding one request per EVALSHA and 20 per EVALSHA (one run, as the
-// store sends a batch of one route's requests), and go-redis/redis_rate
-// v10's script deciding one per EVALSHA, with the arguments it sends. Keys
+// shared machine does not move as it moves rates: the store's GCRA program
+// deciding one request per FCALL and 20 per FCALL (one run, as the store
+// sends a batch of one route's requests) and one per EVALSHA (as a
+// script), go-redis/redis_rate v10's script deciding one per EVALSHA, with
+// the arguments it sends, and the floor of one decision per FCALL
+// (FloorLibrary). Keys
 // are drawn from 10,000 (redis-benchmark -r), so nearly every key is fresh,
 // as those of identities far below their limits are. Each count covers the
 // server's whole work for the requests: reading, the script, the reply and
@@ -86,6 +88,9 @@ func BenchmarkRedisInstructions(b *testing.B) {
 	if err := client.FunctionLoadReplace(ctx, prog.library).Err(); err != nil {
 		b.Fatal(err)
 	}
+	if err := client.FunctionLoadReplace(ctx, FloorLibrary).Err(); err != nil {
+		b.Fatal(err)
+	}
 	// A storage key of the store's shape, its 32 hex digits of identity
 	// hash drawn by redis-benchmark.
 	key := DefaultPrefix + "{00000000000000000000__rand_int__}:" + l.StateID()
@@ -120,6 +125,7 @@ func BenchmarkRedisInstructions(b *testing.B) {
 		{"store_batch20", storeArgs(20, "fcall", prog.name), 20, 500},
 		{"store_evalsha_batch1", storeArgs(1, "evalsha", prog.script.Hash()), 1, 3000},
 		{"redis_rate", anchor, 1, 3000},
+		{"floor_batch1", []string{"fcall", FloorFunction, "1", key}, 1, 3000},
 	}
 	perDecision := map[string]float64{}
 	pid := strconv.Itoa(cmd.Process.Pid)
@@ -154,6 +160,7 @@ func BenchmarkRedisInstructions(b *testing.B) {
 	b.ReportMetric(perDecision["redis_rate"]/perDecision["store_batch1"], "x-batch1")
 	b.ReportMetric(perDecision["redis_rate"]/perDecision["store_batch20"], "x-batch20")
 	b.ReportMetric(perDecision["redis_rate"]/perDecision["store_evalsha_batch1"], "x-evalsha-batch1")
+	b.ReportMetric(perDecision["redis_rate"]/perDecision["floor_batch1"], "x-floor-batch1")
 }
 
 // redisRateArgs is the EVALSHA redis_rate v10 sends for Allow at 1,000 per

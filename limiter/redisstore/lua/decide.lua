@@ -167,7 +167,7 @@ local function evaluate(KEYS, ARGV)
     redis.replicate_commands() -- Redis < 5: replicate effects, since TIME is read
   end
   keys, argv, nargs = KEYS, ARGV, #ARGV
-  ttl_slack = tonumber(ARGV[1])
+  ttl_slack = ARGV[1] == '0' and 0 or tonumber(ARGV[1]) -- "0", the usual one, compared as int does
   own_time = ARGV[2] == 't'
   if not own_time then
     local t = redis.call('TIME')

@@ -59,10 +59,17 @@ end
 -- rounded up to whole milliseconds plus one, so Redis never expires a key
 -- before its state would decide like a fresh key's. It is formatted with
 -- '%d', a C long: a number passed to redis.call as it is would be written
--- as 1e+08 by some Redis versions, which PX refuses.
+-- as 1e+08 by some Redis versions, which PX refuses. The last one is
+-- remembered: most writes of a key that was fresh hold it for the same
+-- span, evaluation after evaluation where the program is a function.
+local ttl_us, ttl_us_slack, ttl_px
 local function ttl(us)
-  local x = -us / 1000
-  return string.format('%d', (x % 1 - x) + 1 + ttl_slack) -- ceil(us / 1000) = -floor(x)
+  if us ~= ttl_us or ttl_slack ~= ttl_us_slack then
+    local x = -us / 1000
+    ttl_us, ttl_us_slack = us, ttl_slack
+    ttl_px = string.format('%d', (x % 1 - x) + 1 + ttl_slack) -- ceil(us / 1000) = -floor(x)
+  end
+  return ttl_px
 end
 
 -- parse returns the integers of v, a state written as space-separated
