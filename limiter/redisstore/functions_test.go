@@ -309,3 +309,46 @@ func (h afterFunctionLoad) ProcessHook(next redis.ProcessHook) redis.ProcessHook
 func (h afterFunctionLoad) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
+
+// TestFunctionCallRefused: an ACL user that may load libraries but not call
+// them (-fcall) gets NOPERM on its first FCALL; that request and every one
+// after it is decided by the script, no FCALL or load is tried again, even
+// after the library is lost, and the budget stays exact.
+func TestFunctionCallRefused(t *testing.T) {
+	srv := redistest.StartForTest(t)
+	ctx := context.Background()
+	admin := newClient(t, srv.Addr())
+	if err := admin.Do(ctx, "ACL", "SETUSER", "nofcall", "on", ">pw", "~*", "+@all", "-fcall").Err(); err != nil {
+		t.Fatal(err)
+	}
+	l := limiter.Limit{Algorithm: limiter.GCRA, Rate: 1, Period: time.Hour, Burst: 100}
+	for _, m := range modes[:2] {
+		t.Run(m.name, func(t *testing.T) {
+			for _, cmd := range [][]any{{"FUNCTION", "FLUSH"}, {"CONFIG", "RESETSTAT"}} {
+				if err := admin.Do(ctx, cmd...).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			client := redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true, Username: "nofcall", Password: "pw"})
+			defer client.Close()
+			st := redisstore.New(client, append([]redisstore.Option{redisstore.WithPrefix("nofcall-" + m.name + ":")}, m.opts...)...)
+			for i := range 6 {
+				if i == 3 {
+					if err := admin.FunctionFlush(ctx).Err(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if d, err := st.Allow(ctx, "k", l); err != nil || !d.Allowed || d.Remaining != int64(99-i) {
+					t.Fatalf("request %d = %+v, %v; want admitted with remaining %d", i+1, d, err, 99-i)
+				}
+			}
+			stats := readCommandStats(t, admin)
+			if load, fcall := stats["function|load"], stats["fcall"]; load != [2]int{1, 0} || fcall != [2]int{1, 1} {
+				t.Errorf("FUNCTION LOAD %v, FCALL %v (calls, failures); want one load and one refused FCALL", load, fcall)
+			}
+			if evals := stats["evalsha"][0] + stats["eval"][0]; evals < 6 {
+				t.Errorf("%d EVALSHA and EVAL calls, want the 6 requests decided by the script", evals)
+			}
+		})
+	}
+}
