@@ -93,8 +93,18 @@ func (r *runner) fcall(ctx context.Context, p *program, keys []string, args []an
 
 // load loads p's library, replacing one of the same name (whose code is the
 // same: the name is the code's hash), and reports whether Redis holds it.
+//
+// A PING goes first. Redis closes the connection of a client that has not
+// authenticated when it sends a string over 16 KiB, as a library is, after
+// an error reply that leaves go-redis the closed connection in its pool for
+// the next command: the caller would read EOF where it should read NOAUTH.
+// A client whose PING is refused for want of authentication loads nothing
+// and is left to the script, whose NOAUTH says what is wrong.
 func (r *runner) load(ctx context.Context, p *program) bool {
-	err := r.client.FunctionLoadReplace(ctx, p.library).Err()
+	err := r.client.Ping(ctx).Err()
+	if err == nil || redis.HasErrorPrefix(err, "NOPERM") { // NOPERM: a known user, only not allowed PING
+		err = r.client.FunctionLoadReplace(ctx, p.library).Err()
+	}
 	switch {
 	case err == nil:
 		return true
