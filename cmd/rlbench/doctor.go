@@ -41,7 +41,9 @@ var doctorHelp = help{
 finding with its fix: an eviction policy that can drop limiter state while
 maxmemory is set; scripting, EVALSHA, EVAL, SCRIPT LOAD, TIME or the
 scripts' commands refused (by trying them; the probe keys expire within a
-second); a replica or a Sentinel; in cluster mode, one identity's keys in
+second); FUNCTION LOAD and FCALL, which the reference limiter uses on Redis 7
+where they are allowed (a one-line library, rlbench_doctor, deleted at once);
+a replica or a Sentinel; in cluster mode, one identity's keys in
 one slot; round-trip latency against the store timeout; the clock offset
 to this host; the server version. Passwords in the URL are never printed.
 REDIS_URL is redis://[user:password@]host:port[/db], rediss://... or

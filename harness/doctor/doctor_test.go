@@ -128,25 +128,51 @@ func TestHealthy(t *testing.T) {
 	}
 }
 
-// TestFunctionsRefused: a user who may not run FUNCTION is no finding (the
-// reference limiter runs its programs as scripts then), but the scripting
-// check says so.
+// TestFunctionsRefused: a user who may not load libraries or not call
+// them is no finding (the reference limiter runs its programs as scripts
+// then), but the scripting check says so; one who may not delete them
+// runs functions, and is told the probe library stays and how to remove it.
 func TestFunctionsRefused(t *testing.T) {
 	srv := startRedis(t)
 	admin := adminClient(srv)
 	defer admin.Close()
-	if err := admin.Do(context.Background(), "ACL", "SETUSER", "nofunction", "on", ">pw", "~*", "+@all", "-function").Err(); err != nil {
-		t.Fatal(err)
+	ctx := context.Background()
+	cases := []struct {
+		user, acl string
+		want      []string
+		left      bool // the probe library stays
+	}{
+		{"nofunction", "-function", []string{"FUNCTION LOAD: forbidden by this user's ACL", "runs its programs as scripts (EVALSHA)"}, false},
+		{"nofcall", "-fcall", []string{"FCALL: forbidden by this user's ACL", "runs its programs as scripts (EVALSHA)"}, false},
+		{"nodelete", "-function|delete", []string{"FUNCTION LOAD and FCALL allowed: the reference limiter runs its programs as functions",
+			"the probe library rlbench_doctor stays loaded (FUNCTION DELETE: forbidden by this user's ACL", "run FUNCTION DELETE rlbench_doctor"}, true},
 	}
-	rep := diagnose(t, fmt.Sprintf("redis://nofunction:pw@%s", srv.Addr()), doctor.Options{StoreTimeout: 10 * time.Second})
-	if got := findings(rep); len(got) != 0 {
-		t.Fatalf("findings %v, want none: the reference limiter runs without FUNCTION", got)
-	}
-	c := check(t, rep, "scripting")
-	for _, w := range []string{"FUNCTION LOAD: forbidden by this user's ACL", "runs its programs as scripts (EVALSHA)"} {
-		if !strings.Contains(c.Observed, w) {
-			t.Errorf("scripting observed %q: want it to say %q", c.Observed, w)
-		}
+	for _, tc := range cases {
+		t.Run(tc.user, func(t *testing.T) {
+			if err := admin.Do(ctx, "ACL", "SETUSER", tc.user, "on", ">pw", "~*", "+@all", tc.acl).Err(); err != nil {
+				t.Fatal(err)
+			}
+			rep := diagnose(t, fmt.Sprintf("redis://%s:pw@%s", tc.user, srv.Addr()), doctor.Options{StoreTimeout: 10 * time.Second})
+			if got := findings(rep); len(got) != 0 {
+				t.Fatalf("findings %v, want none: the reference limiter runs either way", got)
+			}
+			c := check(t, rep, "scripting")
+			for _, w := range tc.want {
+				if !strings.Contains(c.Observed, w) {
+					t.Errorf("scripting observed %q: want it to say %q", c.Observed, w)
+				}
+			}
+			libs, err := admin.FunctionList(ctx, redis.FunctionListQuery{}).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (len(libs) == 1) != tc.left || len(libs) > 1 {
+				t.Errorf("libraries after the doctor %v, want the probe library left: %v", libs, tc.left)
+			}
+			if err := admin.FunctionFlush(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 
