@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/rlbench/rlbench/harness/checker"
 	"github.com/rlbench/rlbench/harness/runner"
 	"github.com/rlbench/rlbench/scenarios"
 )
@@ -46,11 +47,9 @@ func (c *validateCommand) Run(_ context.Context, args []string) error {
 		return err
 	}
 	for _, sc := range scs {
-		phases := "phases"
-		if len(sc.Phases) == 1 {
-			phases = "phase"
-		}
-		fmt.Fprintf(c.stdout, "%s: valid (%s, %d %s, %s requests planned)\n", sc.Source, sc.Name, len(sc.Phases), phases, runner.PlannedRequests(sc, nil))
+		plan := runner.PlannedRequests(sc, nil)
+		fmt.Fprintf(c.stdout, "%s: valid (%s, %s, %s %s)\n", sc.Source, sc.Name, checker.Count(len(sc.Phases), "phases"),
+			plan, checker.UnitFor(float64(plan.Requests), "requests planned"))
 	}
 	return nil
 }

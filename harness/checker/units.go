@@ -26,6 +26,7 @@ var singulars = map[string]string{
 	"directories": "directory",
 	"times":       "time",
 	"stalls":      "stall",
+	"phases":      "phase",
 }
 
 // UnitFor is unit as it reads after the number v: when v is exactly 1 or
