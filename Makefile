@@ -11,7 +11,7 @@ build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/rlbench
 
 # run fires the quickstart scenario at three sample API instances sharing one
-# Redis (redis-server from the PATH, else an embedded one) and writes the
+# Redis (redis-server from the PATH, else Docker, else an embedded one) and writes the
 # report, summary and JUnit files under $(OUT).
 run: build
 	$(BIN) run --out $(OUT) quickstart

@@ -27,7 +27,7 @@ import (
 // sends a batch of one route's requests) and one per EVALSHA (as a
 // script), go-redis/redis_rate v10's script deciding one per EVALSHA, with
 // the arguments it sends, and the floor of one decision per FCALL
-// (FloorLibrary). Keys
+// (FloorLibrary), alone and given the store's arguments. Keys
 // are drawn from 10,000 (redis-benchmark -r), so nearly every key is fresh,
 // as those of identities far below their limits are. Each count covers the
 // server's whole work for the requests: reading, the script, the reply and
@@ -126,6 +126,9 @@ func BenchmarkRedisInstructions(b *testing.B) {
 		{"store_evalsha_batch1", storeArgs(1, "evalsha", prog.script.Hash()), 1, 3000},
 		{"redis_rate", anchor, 1, 3000},
 		{"floor_batch1", []string{"fcall", FloorFunction, "1", key}, 1, 3000},
+		// The floor given the store's arguments, which it ignores: what
+		// Redis spends on receiving them.
+		{"floor_store_args_batch1", append([]string{"fcall", FloorFunction, "1", key}, storeArgs(1)[2:]...), 1, 3000},
 	}
 	perDecision := map[string]float64{}
 	pid := strconv.Itoa(cmd.Process.Pid)
