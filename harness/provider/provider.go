@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlbench/rlbench/limiter"
+	"github.com/rlbench/rlbench/limiter/redisstore"
 	"github.com/rlbench/rlbench/scenarios"
 )
 
@@ -152,7 +153,8 @@ func closeOnDone(ctx context.Context, closeFn func()) (stop func() bool) {
 	return context.AfterFunc(ctx, closeFn)
 }
 
-// ping waits until the Redis at addr answers PING, or ctx or timeout ends.
+// ping waits until the Redis at addr answers PING, or ctx or timeout ends,
+// or Redis refuses the login (NOAUTH, WRONGPASS), which no wait mends.
 func ping(ctx context.Context, opt *redis.Options, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -162,6 +164,9 @@ func ping(ctx context.Context, opt *redis.Options, timeout time.Duration) error 
 	for {
 		if err = c.Ping(ctx).Err(); err == nil {
 			return nil
+		}
+		if errors.Is(redisstore.CheckAuth(err), redisstore.ErrAuth) {
+			return err
 		}
 		select {
 		case <-ctx.Done():

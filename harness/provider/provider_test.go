@@ -323,3 +323,34 @@ func TestStartInvalid(t *testing.T) {
 		t.Errorf("Start(docker) without an engine = %v, want ErrUnavailable", err)
 	}
 }
+
+// TestExternalLoginRefused: an external Redis that refuses the login, with
+// no password or a wrong one, fails StartExternal at once with an error
+// wrapping redisstore.ErrAuth that says which, not after the wait for a
+// Redis that is starting.
+func TestExternalLoginRefused(t *testing.T) {
+	needRedisServer(t)
+	ctx := context.Background()
+	p, err := StartProcess(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := client(t, p).ConfigSet(ctx, "requirepass", "right-password").Err(); err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimPrefix(p.URL(), "redis://")
+	for _, tc := range []struct{ url, want string }{
+		{"redis://" + host, "NOAUTH"},
+		{"redis://:wrong-password@" + host, "WRONGPASS"},
+	} {
+		start := time.Now()
+		_, err := StartExternal(ctx, tc.url)
+		if !errors.Is(err, redisstore.ErrAuth) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("StartExternal(%s) = %v, want an error wrapping ErrAuth that says %s", tc.url, err, tc.want)
+		}
+		if took := time.Since(start); took > readyTimeout/2 {
+			t.Errorf("StartExternal(%s) took %v: a refused login was waited on", tc.url, took)
+		}
+	}
+}
