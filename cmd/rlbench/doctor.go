@@ -48,7 +48,7 @@ one slot; round-trip latency against the store timeout; the clock offset
 to this host; the server version. Passwords in the URL are never printed.
 REDIS_URL is redis://[user:password@]host:port[/db], rediss://... or
 unix:///path.`,
-	footer: `Exit codes: 0 healthy, 1 one or more findings, 2 unreachable or usage.`,
+	footer: `Exit codes: 0 healthy, 1 one or more findings, 2 unreachable, a refused login or usage.`,
 }
 
 func (c *doctorCommand) Usage() string { return doctorHelp.text((&doctorFlags{}).flagSet()) }

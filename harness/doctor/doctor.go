@@ -70,8 +70,20 @@ var (
 )
 
 // ErrUnreachable is wrapped by the error Diagnose returns when it cannot
-// talk to Redis at all: no connection, a refused password, a timeout.
+// talk to Redis at all: no connection, a refused login (the error then
+// wraps redisstore.ErrAuth too and says so), a timeout.
 var ErrUnreachable = errors.New("redis unreachable")
+
+// loginRefused is Diagnose's error for a Redis that answered but refused
+// the login: it reads as what happened, and is still ErrUnreachable (no
+// check can run) and redisstore.ErrAuth.
+type loginRefused struct{ url, reason string }
+
+func (e loginRefused) Error() string {
+	return "redis refused the login at " + e.url + ": " + e.reason
+}
+
+func (e loginRefused) Unwrap() []error { return []error{ErrUnreachable, redisstore.ErrAuth} }
 
 // ErrInvalidURL is wrapped by the error Diagnose returns for a URL it
 // cannot use.
@@ -187,9 +199,10 @@ func (r redactor) error(err error) string { return r.string(err.Error()) }
 // as go-redis's ParseURL reads them), runs every check and returns the
 // report. It writes only the two probe keys, which expire within a second
 // and are deleted at once, and the probe function library, deleted at once
-// (where the user may not delete it, the scripting check says so). Errors: one wrapping ErrInvalidURL, one wrapping
-// ErrUnreachable when Redis does not answer PING, or ctx's error; every
-// message is redacted.
+// (where the user may not delete it, the scripting check says so). Errors:
+// one wrapping ErrInvalidURL, one wrapping ErrUnreachable when Redis does
+// not answer PING (and redisstore.ErrAuth too when it refuses the login),
+// or ctx's error; every message is redacted.
 func Diagnose(ctx context.Context, rawURL string, opts Options) (*Report, error) {
 	red := newRedactor(rawURL)
 	if opts.StoreTimeout <= 0 {
@@ -229,6 +242,9 @@ func Diagnose(ctx context.Context, rawURL string, opts Options) (*Report, error)
 	if err := client.Ping(ctx).Err(); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if errors.Is(redisstore.CheckAuth(err), redisstore.ErrAuth) {
+			return nil, loginRefused{url: rep.URL, reason: red.error(redisstore.CheckAuth(err))}
 		}
 		return nil, fmt.Errorf("%w: %s: %s", ErrUnreachable, rep.URL, red.error(err))
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlbench/rlbench/harness/doctor"
+	"github.com/rlbench/rlbench/limiter/redisstore"
 	"github.com/rlbench/rlbench/limiter/redistest"
 )
 
@@ -411,6 +412,28 @@ func TestUnreachable(t *testing.T) {
 		if strings.Contains(err.Error(), password) || !strings.Contains(err.Error(), "xxxxx") {
 			t.Fatalf("error %q: want the password redacted", err)
 		}
+		// A server that answers and refuses the password is named as such.
+		refused := !strings.Contains(url, fmt.Sprintf(":%d", port))
+		if got := errors.Is(err, redisstore.ErrAuth) && strings.Contains(err.Error(), "redis refused the login at ") &&
+			strings.Contains(err.Error(), "WRONGPASS"); got != refused {
+			t.Errorf("Diagnose(%s) error = %q: a refused login %v, want %v", doctor.Redact(url), err, got, refused)
+		}
+	}
+	// No password where one is required: NOAUTH, and how to give one.
+	if err := admin.ConfigSet(context.Background(), "requirepass", "right-password").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // before the server's own cleanup, which logs in without one
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr(), Password: "right-password"})
+		defer c.Close()
+		if err := c.ConfigSet(context.Background(), "requirepass", "").Err(); err != nil {
+			t.Error(err)
+		}
+	})
+	_, err = doctor.Diagnose(context.Background(), "redis://"+srv.Addr(), relaxed)
+	if !errors.Is(err, doctor.ErrUnreachable) || !errors.Is(err, redisstore.ErrAuth) || !strings.Contains(err.Error(), "NOAUTH") ||
+		!strings.Contains(err.Error(), "put it in the URL") {
+		t.Errorf("Diagnose without a password: error %v, want a refused login that says NOAUTH and where the password goes", err)
 	}
 }
 
