@@ -243,8 +243,8 @@ func Diagnose(ctx context.Context, rawURL string, opts Options) (*Report, error)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if errors.Is(redisstore.CheckAuth(err), redisstore.ErrAuth) {
-			return nil, loginRefused{url: rep.URL, reason: red.error(redisstore.CheckAuth(err))}
+		if err := redisstore.CheckAuth(err); errors.Is(err, redisstore.ErrAuth) {
+			return nil, loginRefused{url: rep.URL, reason: red.error(err)}
 		}
 		return nil, fmt.Errorf("%w: %s: %s", ErrUnreachable, rep.URL, red.error(err))
 	}

@@ -49,6 +49,19 @@ func needRedisServer(t *testing.T) {
 	}
 }
 
+// processForTest starts a redis-server for t (skipping t without one) and
+// closes it when t ends.
+func processForTest(t *testing.T) *Process {
+	t.Helper()
+	needRedisServer(t)
+	p, err := StartProcess(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
 // exerciseFaults runs the faults every Faulty provider must honour: data
 // survives nothing, Kill stops answers, Restart brings an empty server back
 // at the same address.
@@ -78,13 +91,8 @@ func exerciseFaults(t *testing.T, r Redis) {
 }
 
 func TestProcess(t *testing.T) {
-	needRedisServer(t)
 	ctx := context.Background()
-	p, err := StartProcess(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := processForTest(t)
 	if p.Provider() != scenarios.ProviderProcess || !strings.HasPrefix(p.URL(), "redis://127.0.0.1:") {
 		t.Fatalf("Provider, URL = %s, %s", p.Provider(), p.URL())
 	}
@@ -95,7 +103,7 @@ func TestProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-	err = c.Ping(short).Err()
+	err := c.Ping(short).Err()
 	cancel()
 	if err == nil {
 		t.Fatal("PING answered while paused")
@@ -211,13 +219,8 @@ func TestEmbedded(t *testing.T) {
 }
 
 func TestExternal(t *testing.T) {
-	needRedisServer(t)
 	ctx := context.Background()
-	p, err := StartProcess(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := processForTest(t)
 	c := client(t, p)
 	if err := c.Set(ctx, "user-data", "kept", 0).Err(); err != nil {
 		t.Fatal(err)
@@ -329,13 +332,8 @@ func TestStartInvalid(t *testing.T) {
 // wrapping redisstore.ErrAuth that says which, not after the wait for a
 // Redis that is starting.
 func TestExternalLoginRefused(t *testing.T) {
-	needRedisServer(t)
 	ctx := context.Background()
-	p, err := StartProcess(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := processForTest(t)
 	if err := client(t, p).ConfigSet(ctx, "requirepass", "right-password").Err(); err != nil {
 		t.Fatal(err)
 	}
