@@ -333,6 +333,9 @@ type workspace struct {
 	waits     [6][]int64
 	idx       []int32
 	sc        scratch
+	// spilled holds a task's records read back from the temporary file
+	// (partitions.taskSource).
+	spilled []byte
 }
 
 // zeroed returns n zero values in *buf, growing it if it holds fewer.

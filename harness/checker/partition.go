@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/rlbench/rlbench/harness/history"
@@ -137,17 +138,11 @@ func partition(src history.Source, narrow narrowing, pl plan) (*partitions, erro
 			}
 		}
 	}
-	if ps.file != nil {
-		// A history that spilled once goes to the file whole, and the
-		// buffers go, so that its check holds no more than its tasks.
-		if err := ps.spill(pl.tempDir); err != nil {
-			return ps, err
-		}
-		for i := range ps.buckets {
-			ps.buckets[i].full, ps.buckets[i].mem = nil, nil
-		}
-		ps.free = nil
-	}
+	// Records still in memory after a spill stay there, within the half of
+	// the budget kept for records read: a task reads a bucket's chunks back
+	// from the file and then its blocks in memory, which go once read.
+	// Spilling them too would write and read back up to that half again.
+	ps.free = nil
 	return ps, nil
 }
 
@@ -277,9 +272,11 @@ func (ps *partitions) tasks(pl plan) []task {
 }
 
 // blocks returns the encoded records of bucket i in blocks of whole
-// records, read back from the temporary file where they spilled, and lets
-// go of those in memory once every part of the bucket has them.
-func (ps *partitions) blocks(i int) ([][]byte, error) {
+// records: those read back from the temporary file where they spilled,
+// appended to *arena, whose capacity must hold them (so that the blocks
+// returned before stay where they are), then those in memory, which it
+// lets go once every part of the bucket has them.
+func (ps *partitions) blocks(i int, arena *[]byte) ([][]byte, error) {
 	b := &ps.buckets[i]
 	blocks := append(b.full[:len(b.full):len(b.full)], b.mem)
 	if b.reads++; b.reads >= b.parts {
@@ -292,7 +289,9 @@ func (ps *partitions) blocks(i int) ([][]byte, error) {
 	for _, c := range b.chunks {
 		size += c.len
 	}
-	buf := make([]byte, size)
+	start := int64(len(*arena))
+	*arena = (*arena)[:start+size]
+	buf := (*arena)[start:]
 	pos := int64(0)
 	for _, c := range b.chunks {
 		if _, err := ps.file.ReadAt(buf[pos:pos+c.len], c.off); err != nil {
@@ -316,13 +315,24 @@ type taskSource struct {
 	part, parts int
 }
 
-func (ps *partitions) taskSource(t task) (*taskSource, error) {
+// taskSource returns the source of task t. Its records spilled to the
+// temporary file are read into the arena, whose memory the caller lends
+// for as long as the source is read: the previous task's, once read.
+func (ps *partitions) taskSource(t task, arena *[]byte) (*taskSource, error) {
 	ts := &taskSource{hdr: ps.hdr, strs: &ps.strs, part: t.part, parts: t.parts}
+	// The arena takes every chunk of the task.
+	var size int
+	for i := t.from; i < t.to; i++ {
+		for _, c := range ps.buckets[i].chunks {
+			size += int(c.len)
+		}
+	}
+	*arena = slices.Grow((*arena)[:0], size)
 	for i := t.from; i < t.to; i++ {
 		if ps.buckets[i].n == 0 {
 			continue
 		}
-		blocks, err := ps.blocks(i)
+		blocks, err := ps.blocks(i, arena)
 		if err != nil {
 			return nil, err
 		}
@@ -399,7 +409,7 @@ func checkPartitioned(src history.Source, p Policy, c clock, pl plan) (_ *Report
 					mu.Unlock()
 					return
 				}
-				ts, err := ps.taskSource(tasks[t])
+				ts, err := ps.taskSource(tasks[t], &ws.spilled)
 				mu.Unlock()
 				if err != nil {
 					fail(err)
