@@ -138,12 +138,41 @@ func partition(src history.Source, narrow narrowing, pl plan) (*partitions, erro
 			}
 		}
 	}
-	// Records still in memory after a spill stay there, within the half of
-	// the budget kept for records read: a task reads a bucket's chunks back
-	// from the file and then its blocks in memory, which go once read.
-	// Spilling them too would write and read back up to that half again.
 	ps.free = nil
 	return ps, nil
+}
+
+// settle decides where the records still in memory after a spill are
+// checked from. The check holds at most pl.spillAt at once, as reading
+// did: its workers' tasks, at checkedRecordBytes a record, and those
+// records where the tasks leave them room; there a task reads a bucket's
+// chunks back from the file and then its blocks in memory, which go once
+// read. Otherwise they go to the file too, so that the check holds no
+// more than its tasks. Keeping them saves writing them and reading them
+// back.
+func (ps *partitions) settle(pl plan, tasks []task) error {
+	if ps.file == nil {
+		return nil
+	}
+	largest := 0
+	for _, t := range tasks {
+		n := 0
+		for i := t.from; i < t.to; i++ {
+			n += ps.buckets[i].n
+		}
+		largest = max(largest, n/t.parts)
+	}
+	held := int64(min(pl.workers, len(tasks))) * int64(largest) * checkedRecordBytes
+	if ps.inMem+held <= pl.spillAt {
+		return nil
+	}
+	if err := ps.spill(pl.tempDir); err != nil {
+		return err
+	}
+	for i := range ps.buckets {
+		ps.buckets[i].full, ps.buckets[i].mem = nil, nil
+	}
+	return nil
 }
 
 // newBlock starts a block for b's next records.
@@ -383,6 +412,9 @@ func checkPartitioned(src history.Source, p Policy, c clock, pl plan) (_ *Report
 	}
 	uses := limitUses(p)
 	tasks := ps.tasks(pl)
+	if err := ps.settle(pl, tasks); err != nil {
+		return nil, err
+	}
 	parts := make([]*partial, len(tasks))
 	healthy := make([]*partial, len(tasks))
 	var (
