@@ -40,6 +40,12 @@ histories and run.json alone (only --summary applies), prints the verdict
 tables 'rlbench run' printed, and says whether they agree with
 RUN_DIR/summary.json.
 
+Memory: a history is checked on every core from a compact form of about 40
+bytes a record, held in memory up to 256 MiB (some 6 to 7 million records);
+a larger one goes to a temporary file in $TMPDIR, removed when the check
+ends or is killed: a 100-million-record history needs about 4 GB there. Set
+TMPDIR to a directory with room.
+
 Sharded runs: several SHARD_DIRs, the run directories of the shards of one
 run ('rlbench run --shard I/N --run-id ID'; a shard's history,
 SHARD_DIR/NAME/history.jsonl.gz, stands for its SHARD_DIR), or one SHARDS_ROOT whose

@@ -138,41 +138,18 @@ func partition(src history.Source, narrow narrowing, pl plan) (*partitions, erro
 			}
 		}
 	}
-	ps.free = nil
-	return ps, nil
-}
-
-// settle decides where the records still in memory after a spill are
-// checked from. The check holds at most pl.spillAt at once, as reading
-// did: its workers' tasks, at checkedRecordBytes a record, and those
-// records where the tasks leave them room; there a task reads a bucket's
-// chunks back from the file and then its blocks in memory, which go once
-// read. Otherwise they go to the file too, so that the check holds no
-// more than its tasks. Keeping them saves writing them and reading them
-// back.
-func (ps *partitions) settle(pl plan, tasks []task) error {
-	if ps.file == nil {
-		return nil
-	}
-	largest := 0
-	for _, t := range tasks {
-		n := 0
-		for i := t.from; i < t.to; i++ {
-			n += ps.buckets[i].n
+	if ps.file != nil {
+		// A history that spilled once goes to the file whole, and the
+		// buffers go, so that its check holds no more than its tasks.
+		if err := ps.spill(pl.tempDir); err != nil {
+			return ps, err
 		}
-		largest = max(largest, n/t.parts)
+		for i := range ps.buckets {
+			ps.buckets[i].full, ps.buckets[i].mem = nil, nil
+		}
+		ps.free = nil
 	}
-	held := int64(min(pl.workers, len(tasks))) * int64(largest) * checkedRecordBytes
-	if ps.inMem+held <= pl.spillAt {
-		return nil
-	}
-	if err := ps.spill(pl.tempDir); err != nil {
-		return err
-	}
-	for i := range ps.buckets {
-		ps.buckets[i].full, ps.buckets[i].mem = nil, nil
-	}
-	return nil
+	return ps, nil
 }
 
 // newBlock starts a block for b's next records.
@@ -210,7 +187,7 @@ func (ps *partitions) spill(dir string) error {
 	if ps.file == nil {
 		f, err := os.CreateTemp(dir, "rlbench-check-*.part")
 		if err != nil {
-			return fmt.Errorf("partition the history: %w (set the temporary directory, TMPDIR, to one with room)", err)
+			return fmt.Errorf("partition the history: %w (%s)", err, tempDirFix(dir))
 		}
 		ps.file = f
 		// Unlinked at once where the system allows it (Unix), the file
@@ -225,7 +202,7 @@ func (ps *partitions) spill(dir string) error {
 		c := chunk{off: ps.fileLen}
 		for _, block := range append(b.full, b.mem) {
 			if _, err := ps.file.WriteAt(block, ps.fileLen+c.len); err != nil {
-				return fmt.Errorf("partition the history: %w", err)
+				return fmt.Errorf("partition the history: %w (%s)", err, tempDirFix(dir))
 			}
 			c.len += int64(len(block))
 		}
@@ -240,6 +217,16 @@ func (ps *partitions) spill(dir string) error {
 	}
 	ps.inMem = 0
 	return nil
+}
+
+// tempDirFix is the fix for a temporary file in dir ("": the system's)
+// that could not be created or written.
+func tempDirFix(dir string) string {
+	const need = "a history beyond half the memory budget is held there, about 40 bytes a record"
+	if dir == "" {
+		return "set TMPDIR to an existing, writable directory with room: " + need
+	}
+	return "set Policy.TempDir to an existing, writable directory with room: " + need
 }
 
 // close closes the temporary file and removes it, if it has a name left.
@@ -412,9 +399,6 @@ func checkPartitioned(src history.Source, p Policy, c clock, pl plan) (_ *Report
 	}
 	uses := limitUses(p)
 	tasks := ps.tasks(pl)
-	if err := ps.settle(pl, tasks); err != nil {
-		return nil, err
-	}
 	parts := make([]*partial, len(tasks))
 	healthy := make([]*partial, len(tasks))
 	var (

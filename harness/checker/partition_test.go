@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/rlbench/rlbench/harness/history"
@@ -121,67 +122,6 @@ func TestPartitionedBlocks(t *testing.T) {
 	}
 }
 
-// A history that spilled keeps its last records in memory when its
-// tasks leave them room within the spill threshold, else writes them to
-// the file too; either way the report is the one pass's.
-func TestPartitionedTail(t *testing.T) {
-	l := mustRefLimit(t, "gcra:100/1s,burst=20")
-	p := Policy{Rules: []Rule{{Limits: []Limit{mustLimit(t, l.Spec())}}}}
-	src := benchHistory(t, 60_000, 200, l)
-	want, err := checkSequential(src, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for _, tc := range []struct {
-		name string
-		pl   plan
-		kept bool
-	}{
-		// Two tasks of at most 500 records hold 320 KB: room for the rest.
-		{"small tasks", smallPlan(2, 500, 1500<<10, dir), true},
-		// One task holds all 60,000 records (fewer than minParallel), 19 MB:
-		// no room.
-		{"large tasks", plan{workers: 2, spillAt: 1500 << 10, tempDir: dir, taskRecords: 1 << 20, minParallel: 1 << 20}, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			src.next = 0
-			ps, err := partition(src, narrowingOf(p, clock{}), tc.pl)
-			defer ps.close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ps.file == nil {
-				t.Fatal("the history did not spill")
-			}
-			if err := ps.settle(tc.pl, ps.tasks(tc.pl)); err != nil {
-				t.Fatal(err)
-			}
-			if got := ps.kept(); got != tc.kept {
-				t.Fatalf("records kept in memory: %v, want %v", got, tc.kept)
-			}
-			src.next = 0
-			got, err := checkPlanned(src, p, tc.pl)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("report differs from the sequential one\n got %+v\nwant %+v", got, want)
-			}
-		})
-	}
-}
-
-// kept reports whether records remain in memory beside the temporary file.
-func (ps *partitions) kept() bool {
-	for i := range ps.buckets {
-		if len(ps.buckets[i].mem) > 0 || len(ps.buckets[i].full) > 0 {
-			return ps.file != nil
-		}
-	}
-	return false
-}
-
 // The shipped drills' histories are checked alike partitioned or not: the
 // fixtures of the fault checks, cut into a task per record.
 func TestPartitionedFaultFixtures(t *testing.T) {
@@ -233,8 +173,11 @@ func TestPartitionedRemovesTempFileOnError(t *testing.T) {
 	}
 	// A directory that cannot hold the file: the error says what to set.
 	_, err = checkPlanned(&memSource{h: h, recs: recs}, p, smallPlan(2, 1, 0, dir+"/missing"))
-	if err == nil {
-		t.Fatal("no error for a missing temporary directory")
+	if err == nil || !strings.Contains(err.Error(), "set Policy.TempDir to an existing, writable directory with room") {
+		t.Fatalf("err = %v, want the fix named", err)
+	}
+	if got := tempDirFix(""); !strings.HasPrefix(got, "set TMPDIR to an existing, writable directory") {
+		t.Errorf("the fix for the system's directory is %q, want it to name TMPDIR", got)
 	}
 }
 
