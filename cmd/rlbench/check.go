@@ -44,7 +44,9 @@ Memory: a history is checked on every core from a compact form of about 40
 bytes a record, held in memory up to 256 MiB (some 6 to 7 million records);
 a larger one goes to a temporary file in $TMPDIR, removed when the check
 ends or is killed: a 100-million-record history needs about 4 GB there. Set
-TMPDIR to a directory with room.
+TMPDIR to a directory with room. The partitions under check take up to 256
+MiB more: a check's process stays within about 600 MiB however large the
+history (10 million records: 380–510 MiB; 100 million: 600 MiB).
 
 Sharded runs: several SHARD_DIRs, the run directories of the shards of one
 run ('rlbench run --shard I/N --run-id ID'; a shard's history,

@@ -133,7 +133,7 @@ func partition(src history.Source, narrow narrowing, pl plan) (*partitions, erro
 		b.n++
 		ps.records++
 		if ps.inMem += int64(len(b.mem) - before); ps.inMem > pl.spillAt {
-			if err := ps.spill(pl.tempDir); err != nil {
+			if err := ps.spill(pl); err != nil {
 				return ps, err
 			}
 		}
@@ -141,7 +141,7 @@ func partition(src history.Source, narrow narrowing, pl plan) (*partitions, erro
 	if ps.file != nil {
 		// A history that spilled once goes to the file whole, and the
 		// buffers go, so that its check holds no more than its tasks.
-		if err := ps.spill(pl.tempDir); err != nil {
+		if err := ps.spill(pl); err != nil {
 			return ps, err
 		}
 		for i := range ps.buckets {
@@ -182,12 +182,13 @@ func keyHash[T string | []byte](key T) uint32 {
 	return h
 }
 
-// spill appends every bucket's records in memory to the temporary file.
-func (ps *partitions) spill(dir string) error {
+// spill appends every bucket's records in memory to the temporary file
+// in pl.tempDir.
+func (ps *partitions) spill(pl plan) error {
 	if ps.file == nil {
-		f, err := os.CreateTemp(dir, "rlbench-check-*.part")
+		f, err := os.CreateTemp(pl.tempDir, "rlbench-check-*.part")
 		if err != nil {
-			return fmt.Errorf("partition the history: %w (%s)", err, tempDirFix(dir))
+			return fmt.Errorf("partition the history: %w (%s)", err, tempDirFix(pl))
 		}
 		ps.file = f
 		// Unlinked at once where the system allows it (Unix), the file
@@ -202,7 +203,7 @@ func (ps *partitions) spill(dir string) error {
 		c := chunk{off: ps.fileLen}
 		for _, block := range append(b.full, b.mem) {
 			if _, err := ps.file.WriteAt(block, ps.fileLen+c.len); err != nil {
-				return fmt.Errorf("partition the history: %w (%s)", err, tempDirFix(dir))
+				return fmt.Errorf("partition the history: %w (%s)", err, tempDirFix(pl))
 			}
 			c.len += int64(len(block))
 		}
@@ -219,14 +220,15 @@ func (ps *partitions) spill(dir string) error {
 	return nil
 }
 
-// tempDirFix is the fix for a temporary file in dir ("": the system's)
-// that could not be created or written.
-func tempDirFix(dir string) string {
-	const need = "a history beyond half the memory budget is held there, about 40 bytes a record"
-	if dir == "" {
-		return "set TMPDIR to an existing, writable directory with room: " + need
+// tempDirFix is the fix for a temporary file in pl.tempDir ("": the
+// system's) that could not be created or written.
+func tempDirFix(pl plan) string {
+	where := "TMPDIR"
+	if pl.tempDir != "" {
+		where = "Policy.TempDir"
 	}
-	return "set Policy.TempDir to an existing, writable directory with room: " + need
+	return fmt.Sprintf("set %s to an existing, writable directory with room: a history of more than %d MiB in compact form, about 40 bytes a record, is written there whole",
+		where, pl.spillAt>>20)
 }
 
 // close closes the temporary file and removes it, if it has a name left.

@@ -176,8 +176,9 @@ func TestPartitionedRemovesTempFileOnError(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "set Policy.TempDir to an existing, writable directory with room") {
 		t.Fatalf("err = %v, want the fix named", err)
 	}
-	if got := tempDirFix(""); !strings.HasPrefix(got, "set TMPDIR to an existing, writable directory") {
-		t.Errorf("the fix for the system's directory is %q, want it to name TMPDIR", got)
+	want := "set TMPDIR to an existing, writable directory with room: a history of more than 256 MiB in compact form, about 40 bytes a record, is written there whole"
+	if got := tempDirFix(planFor(Policy{})); got != want {
+		t.Errorf("the fix for the system's directory is\n%q, want\n%q", got, want)
 	}
 }
 
