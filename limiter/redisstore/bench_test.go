@@ -14,6 +14,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlbench/rlbench/internal/cputime"
 	"github.com/rlbench/rlbench/limiter"
 	"github.com/rlbench/rlbench/limiter/redisstore"
 	"github.com/rlbench/rlbench/limiter/redistest"
@@ -164,12 +165,12 @@ func versus(b *testing.B, client *redis.Client, anchor, store func(ctx context.C
 	var anchorTime, storeTime, anchorCPU, storeCPU, anchorClient, storeClient time.Duration
 	for done := 0; done < b.N; done += round {
 		n := min(round, b.N-done)
-		cpu0, own0 := redisCPU(b, client), processCPU()
+		cpu0, own0 := redisCPU(b, client), cputime.Process()
 		anchorTime += rounds(b, n, anchor)
-		cpu1, own1 := redisCPU(b, client), processCPU()
+		cpu1, own1 := redisCPU(b, client), cputime.Process()
 		storeTime += rounds(b, n, store)
 		anchorCPU, storeCPU = anchorCPU+cpu1-cpu0, storeCPU+redisCPU(b, client)-cpu1
-		anchorClient, storeClient = anchorClient+own1-own0, storeClient+processCPU()-own1
+		anchorClient, storeClient = anchorClient+own1-own0, storeClient+cputime.Process()-own1
 	}
 	anchorRate, storeRate := float64(b.N)/anchorTime.Seconds(), float64(b.N)/storeTime.Seconds()
 	b.ReportMetric(anchorRate, "redis_rate-decisions/s")
