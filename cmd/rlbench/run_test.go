@@ -74,8 +74,9 @@ func TestRunShippedScenariosPass(t *testing.T) {
 	if len(shipped.left) > 0 {
 		t.Errorf("processes left running: %v", shipped.left)
 	}
+	var passedAlone map[string]bool
 	if code == exitHarnessError {
-		rerunHarnessErrors(t, readSummaryFile(t, filepath.Join(out, "summary.json")))
+		passedAlone = rerunHarnessErrors(t, readSummaryFile(t, filepath.Join(out, "summary.json")))
 	} else if code != 0 {
 		t.Fatalf("rlbench run scenarios/ exited %d, want 0:\n%s\n%s", code, output, shipped.stderr)
 	}
@@ -92,17 +93,26 @@ func TestRunShippedScenariosPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Verdict != checker.Pass || len(s.Scenarios) < 16 {
-		t.Fatalf("summary: verdict %s over %d scenarios, want pass over every shipped one", s.Verdict, len(s.Scenarios))
+	if len(s.Scenarios) < 16 {
+		t.Fatalf("summary: %d scenarios, want every shipped one", len(s.Scenarios))
+	}
+	// A scenario the harness could not make valid counts as passed once a
+	// run of it alone passed.
+	for _, sc := range s.Scenarios {
+		if sc.Status != checker.StatusPass && !(sc.Status == checker.StatusError && passedAlone[sc.Name]) {
+			t.Errorf("summary: %s is %s, want pass", sc.Name, sc.Status)
+		}
 	}
 }
 
 // rerunHarnessErrors runs each scenario of s whose status is error (the
 // harness's: no limiter check failed) again alone, up to three times, and
-// fails t unless each then passes with exit 0.
-func rerunHarnessErrors(t *testing.T, s *checker.Summary) {
+// fails t unless each then passes with exit 0; it returns the names of
+// those that did.
+func rerunHarnessErrors(t *testing.T, s *checker.Summary) map[string]bool {
 	t.Helper()
 	bin := buildRlbench(t)
+	passedAlone := map[string]bool{}
 	for _, sc := range s.Scenarios {
 		if sc.Status != checker.StatusError {
 			continue
@@ -117,7 +127,9 @@ func rerunHarnessErrors(t *testing.T, s *checker.Summary) {
 		if !passed {
 			t.Errorf("%s: no valid passing run in three more attempts; the last: %s", sc.Name, last)
 		}
+		passedAlone[sc.Name] = passed
 	}
+	return passedAlone
 }
 
 // TestCheckRechecksSavedRun: `rlbench check DIR` on the output of the run
